@@ -1,0 +1,53 @@
+// errorcode_t / error_t: the result of every call that may not finish at once.
+//
+// Three families, as in the paper: done (finished, nothing more will happen),
+// posted (accepted; a completion object is signalled later) and retry
+// (nothing happened; the caller still owns everything it passed and may call
+// again). Fatal errors are never returned: they are thrown as exceptions.
+//
+// The enumerators and their order follow the public API; is_done(),
+// is_posted() and is_retry() rely on each family being one contiguous range.
+#pragma once
+
+#include <cstdint>
+
+namespace lci {
+
+enum class errorcode_t : std::uint8_t {
+  done,
+  done_backlog,    // done, after waiting in the backlog queue
+  posted,
+  posted_backlog,  // posted into the backlog queue; completes later
+  retry,
+  retry_init,      // a resource is still being set up
+  retry_lock,      // a try-lock found the resource busy
+  retry_nopacket,  // the packet pool is empty (a steal failed too)
+  retry_nomem,     // a bounded queue/table/network queue is full
+  retry_backlog,   // earlier requests wait in the backlog queue
+  fatal,           // never returned; marks the end of the range
+};
+
+const char* get_errorcode_str(errorcode_t code);
+
+struct error_t {
+  errorcode_t errorcode = errorcode_t::retry;
+
+  error_t() = default;
+  constexpr error_t(errorcode_t code) : errorcode(code) {}  // NOLINT: implicit by design
+
+  bool is_done() const { return errorcode <= errorcode_t::done_backlog; }
+  bool is_posted() const {
+    return errorcode >= errorcode_t::posted &&
+           errorcode <= errorcode_t::posted_backlog;
+  }
+  bool is_retry() const {
+    return errorcode >= errorcode_t::retry && errorcode < errorcode_t::fatal;
+  }
+  const char* get_str() const { return get_errorcode_str(errorcode); }
+  bool operator==(const error_t& other) const {
+    return errorcode == other.errorcode;
+  }
+  bool operator!=(const error_t& other) const { return !(*this == other); }
+};
+
+}  // namespace lci

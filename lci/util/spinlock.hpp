@@ -1,0 +1,70 @@
+// spinlock_t: a one-byte test-and-test-and-set lock.
+//
+// Thread safety: lock/try_lock/unlock may run concurrently from any threads.
+// Blocking:      lock() spins while another thread holds the lock; try_lock()
+//                never waits. Critical sections guarded by it must be short
+//                and must never block or yield (in the simulator a fiber that
+//                yields under a spinlock would starve the fiber spinning on it).
+// Allocation:    none. One byte, so it fits inside a matching-table bucket;
+//                give it its own cache line where it is contended on its own.
+// Progress:      lock() is deadlock-free but not starvation-free. Its loop has
+//                no bound because it only spins while a holder is inside a
+//                bounded critical section; callers that must not wait use
+//                try_lock() (see try_lock.hpp).
+#pragma once
+
+#include <cstdint>
+
+#include "lci/util/assert.hpp"
+#include "lci/util/atomic.hpp"
+
+namespace lci::util {
+
+class spinlock_t {
+ public:
+  spinlock_t() : locked_(0) {}
+  spinlock_t(const spinlock_t&) = delete;
+  spinlock_t& operator=(const spinlock_t&) = delete;
+
+  [[nodiscard]] bool try_lock() {
+    // relaxed: a pre-check only, so a held lock costs a shared load instead
+    // of a cache-line-stealing exchange; the exchange below decides.
+    if (locked_.load(mo_relaxed) != 0) return false;
+    // acquire: pairs with the release in unlock() [A], so the previous
+    // holder's writes are visible inside our critical section.
+    return locked_.exchange(1, mo_acquire) == 0;
+  }
+
+  void lock() {
+    while (!try_lock()) {
+      // relaxed: wait on a shared copy of the line until it looks free.
+      while (locked_.load(mo_relaxed) != 0) spin_pause();
+    }
+  }
+
+  void unlock() {
+    // relaxed: reading our own last write; assert we really hold it.
+    LCI_ASSERT(locked_.load(mo_relaxed) == 1, "unlock of a free spinlock");
+    locked_.store(0, mo_release);  // release: pairs with [A] in try_lock()
+  }
+
+  // For assertions only: the answer is stale as soon as it is returned.
+  bool is_locked() const { return locked_.load(mo_relaxed) != 0; }
+
+ private:
+  atomic<std::uint8_t> locked_;
+};
+
+// RAII holder for spinlock_t::lock(); the critical-section rules above apply.
+class spinlock_guard_t {
+ public:
+  explicit spinlock_guard_t(spinlock_t& lock) : lock_(lock) { lock_.lock(); }
+  ~spinlock_guard_t() { lock_.unlock(); }
+  spinlock_guard_t(const spinlock_guard_t&) = delete;
+  spinlock_guard_t& operator=(const spinlock_guard_t&) = delete;
+
+ private:
+  spinlock_t& lock_;
+};
+
+}  // namespace lci::util

@@ -1,0 +1,40 @@
+// Per-thread facts the lock-free structures need: a small dense thread index
+// (which per-thread deque is "mine") and a cheap per-thread random number
+// (which victim to steal from).
+//
+// Thread safety: both functions may run concurrently from any threads.
+// Blocking: never. Allocation: none.
+// Limits: indices are handed out in order of first use and never reused;
+// structures that keep per-thread state map index % their slot count, which
+// stays correct (slots are locked) but shares a slot between two threads.
+//
+// Under LCI_MODEL_CHECK the index is Relacy's thread index and random numbers
+// come from Relacy's scheduler, so the checker explores every choice.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#if defined(LCI_MODEL_CHECK)
+#include <relacy/relacy.hpp>
+#endif
+
+namespace lci::util {
+
+#if defined(LCI_MODEL_CHECK)
+
+inline std::size_t thread_index() { return rl::thread_index(); }
+inline std::uint32_t thread_random(std::uint32_t limit) {
+  return rl::rand(limit);
+}
+
+#else
+
+std::size_t thread_index();
+
+// Uniform enough in [0, limit) for victim selection; limit > 0.
+std::uint32_t thread_random(std::uint32_t limit);
+
+#endif
+
+}  // namespace lci::util
