@@ -1,0 +1,100 @@
+// backlog_queue_t<T>: requests that could not be submitted and cannot be
+// handed back to the user as retry (paper §4.1.5), e.g. a rendezvous
+// handshake the progress engine must send while the network send queue is
+// full. Expected to be empty almost always, so the design optimises the
+// empty poll: one load of an atomic flag, no lock, no shared write.
+//
+// Thread safety: every method may run concurrently with every other.
+// Blocking:      is_empty_hint() never blocks; push() and pop() take a
+//                spinlock for a bounded copy (never while the flag says
+//                empty, for pop()).
+// Ownership:     push() copies the request in; pop() moves it out to the
+//                caller, who then owns it.
+// Allocation:    the ring of entries_max slots, at construction only.
+// Limits:        entries_max requests; push() on a full queue returns
+//                retry_nomem and stores nothing (the caller keeps the
+//                request and must not drop it).
+// Order:         FIFO.
+// Linearization points: push() and pop() inside the lock; an empty pop()
+// that returns without the lock linearizes at its flag load [F].
+// Design notes: docs/design/backlog_queue.md.
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "lci/util/assert.hpp"
+#include "lci/util/atomic.hpp"
+#include "lci/util/cache.hpp"
+#include "lci/util/error.hpp"
+#include "lci/util/spinlock.hpp"
+
+namespace lci::backlog_queue {
+
+template <typename T>
+class backlog_queue_t {
+ public:
+  explicit backlog_queue_t(std::size_t entries_max) : ring_(entries_max) {
+    LCI_ASSERT(entries_max > 0, "a backlog queue needs room for one entry");
+  }
+
+  ~backlog_queue_t() {
+    // Teardown with work still queued would silently drop requests.
+    LCI_ASSERT(count_ == 0, "backlog queue destroyed while not empty");
+  }
+
+  backlog_queue_t(const backlog_queue_t&) = delete;
+  backlog_queue_t& operator=(const backlog_queue_t&) = delete;
+
+  [[nodiscard]] error_t push(const T& request) {
+    util::spinlock_guard_t guard(lock_);
+    if (count_ == ring_.size()) return errorcode_t::retry_nomem;
+    ring_[(head_index_ + count_) % ring_.size()] = request;
+    ++count_;
+    // release: pairs with the acquire in is_empty_hint() [F], so a poller
+    // that sees the flag set and then takes the lock finds the entry.
+    nonempty_.store(true, util::mo_release);
+    return errorcode_t::done;
+  }
+
+  // The oldest request, or nothing if the queue is empty.
+  [[nodiscard]] std::optional<T> pop() {
+    if (is_empty_hint()) return std::nullopt;
+    util::spinlock_guard_t guard(lock_);
+    if (count_ == 0) return std::nullopt;  // another poller took it
+    std::optional<T> request(std::move(ring_[head_index_]));
+    head_index_ = (head_index_ + 1) % ring_.size();
+    --count_;
+    // relaxed: written under lock_; a stale `true` seen by a poller only
+    // costs it one lock acquisition that finds count_ == 0.
+    if (count_ == 0) nonempty_.store(false, util::mo_relaxed);
+    return request;
+  }
+
+  // True when the queue was empty at the load; the cheap check progress
+  // makes on every call.
+  bool is_empty_hint() const {
+    return !nonempty_.load(util::mo_acquire);  // [F] acquire: see push()
+  }
+
+  // Exact only while no push()/pop() runs concurrently.
+  std::size_t size() const {
+    util::spinlock_guard_t guard(lock_);
+    return count_;
+  }
+
+  std::size_t entries_max() const { return ring_.size(); }
+
+ private:
+  // The flag is read by every progress call on every thread; keep the
+  // lock (written by pushers and poppers) off its cache line.
+  alignas(util::cache_line_bytes) util::atomic<bool> nonempty_{false};
+  alignas(util::cache_line_bytes) mutable util::spinlock_t lock_;
+  std::size_t head_index_ = 0;  // guarded by lock_
+  std::size_t count_ = 0;       // guarded by lock_
+  std::vector<T> ring_;         // guarded by lock_; sized once
+};
+
+}  // namespace lci::backlog_queue
