@@ -21,7 +21,7 @@
 #include <cstdint>
 
 #if defined(LCI_MODEL_CHECK)
-#include <relacy/relacy.hpp>
+#include "lci/util/detail/relacy.hpp"
 #else
 #include <atomic>
 #endif

@@ -16,7 +16,7 @@
 #include <cstdint>
 
 #if defined(LCI_MODEL_CHECK)
-#include <relacy/relacy.hpp>
+#include "lci/util/detail/relacy.hpp"
 #endif
 
 namespace lci::util {
