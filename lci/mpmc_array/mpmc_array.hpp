@@ -18,10 +18,11 @@
 //                freed by the destructor. Capacities double, so all retired
 //                arrays together are smaller than the live one: at most 2x.
 //
-// Progress: get() is lock-free (its retry loop runs at most once per resize,
-// and there are at most log2(capacity_max) resizes); writers are blocking.
-// Linearization points: put() at its slot store [W]; get() at its slot load
-// [R] when the re-check [C] confirms the array it read is still current.
+// Progress: get() is wait-free (two loads); writers are blocking.
+// Linearization points: put() at its slot store [W]. get() at its slot load
+// [R] if the array it read was still live then; otherwise at the resize [P]
+// that retired that array: a retired array is never written again, so the
+// value read is the array's content at [P], a moment inside the get().
 // Design notes: docs/design/mpmc_array.md.
 #pragma once
 
@@ -71,19 +72,11 @@ class mpmc_array_t {
   T get(std::size_t index) const {
     // acquire: pairs with the release publication in grow() [P], so the
     // copied slots of a new array are visible before we read them.
-    storage_t* storage = storage_.load(util::mo_acquire);
-    for (;;) {
-      if (index >= storage->capacity) return default_value_;
-      // acquire: pairs with the release store in put() [W], so whatever the
-      // writer initialised before publishing a pointer is visible.
-      const T value = storage->slots[index].load(util::mo_acquire);  // [R]
-      // acquire: re-check [C]. If a resize published a newer array, a put()
-      // that completed before this call may have gone only to the new one;
-      // read again there. Resizes are finite, so this loop is too.
-      storage_t* current = storage_.load(util::mo_acquire);
-      if (current == storage) return value;
-      storage = current;
-    }
+    const storage_t* storage = storage_.load(util::mo_acquire);
+    if (index >= storage->capacity) return default_value_;
+    // acquire: pairs with the release store in put_locked() [W], so whatever
+    // the writer initialised before publishing a pointer is visible.
+    return storage->slots[index].load(util::mo_acquire);  // [R]
   }
 
   // Writes `value` at `index`, growing the array to hold it.
