@@ -29,6 +29,7 @@
 #include "lci/util/atomic.hpp"
 #include "lci/util/cache.hpp"
 #include "lci/util/error.hpp"
+#include "lci/util/mutation.hpp"
 #include "lci/util/spinlock.hpp"
 
 namespace lci::backlog_queue {
@@ -53,9 +54,9 @@ class backlog_queue_t {
     if (count_ == ring_.size()) return errorcode_t::retry_nomem;
     ring_[(head_index_ + count_) % ring_.size()] = request;
     ++count_;
-    // release: pairs with the acquire in is_empty_hint() [F], so a poller
-    // that sees the flag set and then takes the lock finds the entry.
-    nonempty_.store(true, util::mo_release);
+    // relaxed: the flag is only a hint; the entry itself is handed over
+    // under lock_, whose acquire/release orders it for the popper.
+    nonempty_.store(true, util::mo_relaxed);
     return errorcode_t::done;
   }
 
@@ -63,20 +64,28 @@ class backlog_queue_t {
   [[nodiscard]] std::optional<T> pop() {
     if (is_empty_hint()) return std::nullopt;
     util::spinlock_guard_t guard(lock_);
-    if (count_ == 0) return std::nullopt;  // another poller took it
+    // Re-check under the lock: another poller may have taken the last entry
+    // between our flag load and the lock.
+    if (count_ == 0 && !util::mutated("backlog_queue_no_recheck")) {
+      return std::nullopt;
+    }
     std::optional<T> request(std::move(ring_[head_index_]));
     head_index_ = (head_index_ + 1) % ring_.size();
     --count_;
-    // relaxed: written under lock_; a stale `true` seen by a poller only
-    // costs it one lock acquisition that finds count_ == 0.
-    if (count_ == 0) nonempty_.store(false, util::mo_relaxed);
+    // relaxed: written under lock_, as in push(). Cleared only when the ring
+    // is empty: clearing it earlier would hide the remaining entries from
+    // every poller until the next push.
+    if (count_ == 0 || util::mutated("backlog_queue_flag_cleared_early")) {
+      nonempty_.store(false, util::mo_relaxed);
+    }
     return request;
   }
 
   // True when the queue was empty at the load; the cheap check progress
   // makes on every call.
   bool is_empty_hint() const {
-    return !nonempty_.load(util::mo_acquire);  // [F] acquire: see push()
+    // relaxed: a hint (see push()); pop() re-checks under the lock. [F]
+    return !nonempty_.load(util::mo_relaxed);
   }
 
   // Exact only while no push()/pop() runs concurrently.

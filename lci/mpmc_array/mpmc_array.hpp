@@ -32,6 +32,7 @@
 #include "lci/util/assert.hpp"
 #include "lci/util/atomic.hpp"
 #include "lci/util/error.hpp"
+#include "lci/util/mutation.hpp"
 #include "lci/util/spinlock.hpp"
 
 namespace lci::mpmc_array {
@@ -140,7 +141,9 @@ class mpmc_array_t {
     if (index >= storage->capacity) storage = grow(storage, index);
     LCI_ASSERT(index < storage->capacity, "grow() made room for index");
     // release: pairs with the acquire load [R] in get() [W].
-    storage->slots[index].store(value, util::mo_release);
+    storage->slots[index].store(
+        value, util::mutated("mpmc_array_relaxed_slot_store") ? util::mo_relaxed
+                                                              : util::mo_release);
     // relaxed: only writers (under lock_) touch size_ before this store.
     if (index >= size_.load(util::mo_relaxed)) {
       size_.store(index + 1, util::mo_release);  // release: pairs with size()
@@ -161,7 +164,9 @@ class mpmc_array_t {
                               util::mo_relaxed);
     }
     // release: publishes the copied slots to get()'s acquire loads [P].
-    storage_.store(storage, util::mo_release);
+    storage_.store(storage, util::mutated("mpmc_array_relaxed_publish")
+                                ? util::mo_relaxed
+                                : util::mo_release);
     return storage;
   }
 

@@ -17,6 +17,7 @@
 
 #include "lci/util/assert.hpp"
 #include "lci/util/atomic.hpp"
+#include "lci/util/mutation.hpp"
 
 namespace lci::util {
 
@@ -45,7 +46,8 @@ class spinlock_t {
   void unlock() {
     // relaxed: reading our own last write; assert we really hold it.
     LCI_ASSERT(locked_.load(mo_relaxed) == 1, "unlock of a free spinlock");
-    locked_.store(0, mo_release);  // release: pairs with [A] in try_lock()
+    // release: pairs with [A] in try_lock(), publishing the critical section.
+    locked_.store(0, mutated("spinlock_relaxed_unlock") ? mo_relaxed : mo_release);
   }
 
   // For assertions only: the answer is stale as soon as it is returned.

@@ -23,10 +23,15 @@ namespace lci::util {
 
 #if defined(LCI_MODEL_CHECK)
 
+// A namespace of their own: a model-checking binary also links
+// thread_context.cpp (production definitions of the same names), and the two
+// must not be merged by the linker.
+inline namespace model_check {
 inline std::size_t thread_index() { return rl::thread_index(); }
 inline std::uint32_t thread_random(std::uint32_t limit) {
   return rl::rand(limit);
 }
+}  // namespace model_check
 
 #else
 
