@@ -81,6 +81,22 @@ class backlog_queue_t {
     return request;
   }
 
+  // Hands every queued request, oldest first, to fn(T&&) and empties the
+  // queue, whatever the flag says; returns how many there were. For teardown
+  // (a device retries or reports what is left). fn runs under the lock: it
+  // must be short and must not touch this queue.
+  template <typename Fn>
+  std::size_t drain(Fn&& fn) {
+    util::spinlock_guard_t guard(lock_);
+    const std::size_t drained_count = count_;
+    for (; count_ > 0; --count_) {
+      fn(std::move(ring_[head_index_]));
+      head_index_ = (head_index_ + 1) % ring_.size();
+    }
+    nonempty_.store(false, util::mo_relaxed);  // relaxed: as in pop()
+    return drained_count;
+  }
+
   // True when the queue was empty at the load; the cheap check progress
   // makes on every call.
   bool is_empty_hint() const {

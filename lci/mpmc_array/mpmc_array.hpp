@@ -158,7 +158,10 @@ class mpmc_array_t {
     if (capacity > capacity_max_) capacity = capacity_max_;
     LCI_ASSERT(capacity > index, "capacity_max was checked by the caller");
     storage_t* storage = storage_t::create(capacity, default_value_, old_storage);
-    for (std::size_t i = 0; i < old_storage->capacity; ++i) {
+    // The broken variant forgets the last slot of the old array.
+    const std::size_t copy_count =
+        old_storage->capacity - (util::mutated("mpmc_array_resize_drops_last") ? 1 : 0);
+    for (std::size_t i = 0; i < copy_count; ++i) {
       // relaxed: slots change only under lock_, which we hold.
       storage->slots[i].store(old_storage->slots[i].load(util::mo_relaxed),
                               util::mo_relaxed);

@@ -1,20 +1,22 @@
 // Deliberately broken variants of the lock-free structures, for proving that
-// the model checker catches bugs (a check that cannot fail proves nothing).
+// the model checker and the property tests catch bugs (a check that cannot
+// fail proves nothing).
 //
-// A model-checking test built with -DLCI_MUTATION=<name> (see
-// tests/model_check/relacy.bzl) turns on exactly one named defect, e.g. a
+// A test built with -DLCI_MUTATION=<name> by tests/model_check/relacy.bzl or
+// tests/property/rapidcheck.bzl turns on exactly one named defect, e.g. a
 // release store weakened to relaxed:
 //
 //   locked_.store(0, util::mutated("spinlock_relaxed_unlock") ? util::mo_relaxed
 //                                                              : util::mo_release);
 //
 // mutated() is constexpr and false in every other build, so production code
-// compiles to the correct variant only. Mutations exist only under
-// LCI_MODEL_CHECK.
+// compiles to the correct variant only. Those macros also define
+// LCI_TEST_MUTANT; a mutation without it is refused, so no library target
+// can be built broken by accident.
 #pragma once
 
-#if defined(LCI_MUTATION) && !defined(LCI_MODEL_CHECK)
-#error "LCI_MUTATION is only for model-checking builds (LCI_MODEL_CHECK)"
+#if defined(LCI_MUTATION) && !defined(LCI_TEST_MUTANT)
+#error "LCI_MUTATION is only for the test macros' broken-variant builds"
 #endif
 
 namespace lci::util {

@@ -60,6 +60,18 @@ TEST(BacklogQueue, WrapsAroundManyTimes) {
   EXPECT_TRUE(queue.is_empty_hint());
 }
 
+TEST(BacklogQueue, DrainTakesEverythingInOrder) {
+  backlog_queue_t<int> queue(4);
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(queue.push(i).is_done());
+  (void)queue.pop();
+  std::vector<int> drained;
+  EXPECT_EQ(queue.drain([&](int request) { drained.push_back(request); }), 2u);
+  EXPECT_EQ(drained, (std::vector<int>{1, 2}));
+  EXPECT_TRUE(queue.is_empty_hint());
+  EXPECT_EQ(queue.size(), 0u);
+  EXPECT_EQ(queue.drain([](int) { FAIL() << "queue was empty"; }), 0u);
+}
+
 TEST(BacklogQueue, DestroyWhileNotEmptyAborts) {
   EXPECT_DEATH(
       {

@@ -52,6 +52,7 @@ def relacy_test(name, srcs, deps = [], mutations = [], size = "small", tags = []
             srcs = srcs,
             copts = _COPTS + [
                 "-DLCI_MUTATION=" + mutation,
+                "-DLCI_TEST_MUTANT",
                 "-DLCI_MODEL_EXPECT_BUG",
             ],
             deps = deps + harness,
