@@ -1,0 +1,251 @@
+// crq_segment_t: one ring of the LCRQ, i.e. Morrison & Afek's CRQ (PPoPP'13),
+// a bounded, closable MPMC ring of non-null void* (private to lcrq_t).
+//
+// Thread safety: enqueue/dequeue may run concurrently from any threads.
+//                reset/poison/unpoison only while the segment is private
+//                (freshly taken from the pool, or proven unreachable).
+// Blocking:      never.
+// Ownership:     a value belongs to the segment from a successful enqueue
+//                until the dequeue that returns it.
+// Allocation:    the cell array, once, in the constructor.
+// Limits:        ring_size cells. enqueue closes the ring and returns false
+//                when the ring looks full (tail - head >= ring_size) or after
+//                enqueue_attempts_max failed tickets; a closed ring never
+//                accepts another value, dequeue drains it.
+// Progress:      enqueue is wait-free (at most enqueue_attempts_max tickets);
+//                dequeue is lock-free (see the loop comments).
+// Linearization: enqueue at its successful cell CAS2 [E]; dequeue that returns
+//                a value at its successful cell CAS2 [D]; an empty dequeue at
+//                its tail load [T] that sees tail <= head + 1.
+//
+// Cell layout (16 bytes, one atomic_u64_pair):
+//   lo = safe bit (63) | index (62..0), hi = value (0 = empty, written "⊥").
+// Counter layout: head_ = next dequeue ticket; tail_ = next enqueue ticket,
+// with the CLOSED flag in bit 63. Every counter and cell access is seq_cst
+// (on x86 a seq_cst load is a plain load and RMWs are full barriers anyway):
+// the CRQ's argument (an enqueuer compares head with its ticket, a dequeuer
+// compares tail with its ticket) assumes one total order over them.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "lci/util/assert.hpp"
+#include "lci/util/atomic.hpp"
+#include "lci/util/cache.hpp"
+
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define LCI_CQ_ASAN 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__)
+#define LCI_CQ_ASAN 1
+#endif
+#if defined(LCI_CQ_ASAN)
+#include <sanitizer/asan_interface.h>
+#endif
+
+namespace lci::cq::detail {
+
+inline constexpr std::uint64_t crq_closed_bit = std::uint64_t{1} << 63;
+inline constexpr std::uint64_t crq_safe_bit = std::uint64_t{1} << 63;
+inline constexpr std::uint64_t crq_index_mask = ~crq_safe_bit;
+// Failed tickets after which an enqueuer closes the ring (the paper's
+// starvation test): the next enqueue goes to a fresh segment instead.
+inline constexpr int enqueue_attempts_max = 16;
+
+// A counter alone on its cache line.
+struct alignas(util::cache_line_bytes) crq_counter_t {
+  util::atomic<std::uint64_t> value{0};
+};
+static_assert(alignof(crq_counter_t) == util::cache_line_bytes &&
+                  sizeof(crq_counter_t) % util::cache_line_bytes == 0,
+              "each CRQ counter needs its own cache line");
+
+class crq_segment_t {
+ public:
+  explicit crq_segment_t(std::size_t ring_size)
+      : ring_size_(ring_size),
+        ring_mask_(ring_size - 1),
+        cells_(new util::atomic_u64_pair[ring_size]) {
+    LCI_ASSERT(ring_size >= 2, "crq ring_size must be at least 2");
+    LCI_ASSERT((ring_size & (ring_size - 1)) == 0,
+               "crq ring_size must be a power of two");
+    reset(nullptr);
+  }
+  ~crq_segment_t() { delete[] cells_; }
+  crq_segment_t(const crq_segment_t&) = delete;
+  crq_segment_t& operator=(const crq_segment_t&) = delete;
+
+  // Makes the segment empty and open, or holding just first_value (the
+  // paper's "new CRQ initialised with x"). Private: no concurrent access.
+  void reset(void* first_value);
+  // false: the ring is closed (now or before); the value was not stored.
+  [[nodiscard]] bool enqueue(void* value);
+  // nullptr: the ring was empty at [T].
+  [[nodiscard]] void* dequeue();
+
+  // The successor in the LCRQ list: null until one CAS sets it, once per
+  // incarnation of the segment, and only after the ring is closed.
+  util::atomic<crq_segment_t*>& next() { return next_; }
+  // Link in lcrq_t's retired stack; used only while the segment is unlinked.
+  util::atomic<crq_segment_t*>& retired_next() { return retired_next_; }
+  std::size_t ring_size() const { return ring_size_; }
+  bool is_closed() const {
+    return (tail_.value.load(util::mo_seq_cst) & crq_closed_bit) != 0;
+  }
+
+  // ASan: a pooled segment is poisoned, so any access by a thread that still
+  // holds a stale pointer (a reclamation bug) is reported at once.
+  void poison();
+  void unpoison();
+
+ private:
+  void* take_cell(std::uint64_t ticket);
+  void fix_state();
+
+  crq_counter_t head_;  // dequeuers F&A it
+  crq_counter_t tail_;  // enqueuers F&A it; bit 63 = CLOSED
+  // Written once per incarnation (append) and by the retiring thread.
+  alignas(util::cache_line_bytes) util::atomic<crq_segment_t*> next_{nullptr};
+  util::atomic<crq_segment_t*> retired_next_{nullptr};
+  // Read-only after construction: its own line, away from written words.
+  alignas(util::cache_line_bytes) const std::size_t ring_size_;
+  const std::uint64_t ring_mask_;
+  util::atomic_u64_pair* const cells_;
+};
+static_assert(alignof(crq_segment_t) == util::cache_line_bytes,
+              "head, tail and next of a segment sit on separate lines");
+
+inline void crq_segment_t::reset(void* first_value) {
+  const auto first_bits = reinterpret_cast<std::uintptr_t>(first_value);
+  // relaxed (all four): the segment is private here; it is published later by
+  // the seq_cst CAS that links it (lcrq_t::append) or by the constructor.
+  head_.value.store(0, util::mo_relaxed);
+  tail_.value.store(first_value != nullptr ? 1 : 0, util::mo_relaxed);
+  next_.store(nullptr, util::mo_relaxed);
+  retired_next_.store(nullptr, util::mo_relaxed);
+  cells_[0].init({crq_safe_bit | 0, first_bits});
+  for (std::uint64_t i = 1; i < ring_size_; ++i) {
+    cells_[i].init({crq_safe_bit | i, 0});
+  }
+  LCI_DEBUG_ASSERT(cells_[ring_mask_].load_lo() == (crq_safe_bit | ring_mask_),
+                   "reset left a cell with a wrong index");
+}
+
+inline bool crq_segment_t::enqueue(void* value) {
+  LCI_ASSERT(value != nullptr, "crq enqueue of a null value");
+  const auto value_bits = reinterpret_cast<std::uintptr_t>(value);
+  // Bounded: at most enqueue_attempts_max tickets, then the ring is closed.
+  for (int attempts = 1;; ++attempts) {
+    const std::uint64_t tail_raw = tail_.value.fetch_add(1, util::mo_seq_cst);
+    if ((tail_raw & crq_closed_bit) != 0) return false;
+    const std::uint64_t ticket = tail_raw;
+    util::atomic_u64_pair& cell = cells_[ticket & ring_mask_];
+    const std::uint64_t hi = cell.load_hi();
+    const std::uint64_t lo = cell.load_lo();
+    // An empty cell whose index is not ahead of us, and either safe or no
+    // dequeuer has passed our ticket yet (else one already gave up on it).
+    if (hi == 0 && (lo & crq_index_mask) <= ticket &&
+        ((lo & crq_safe_bit) != 0 ||
+         head_.value.load(util::mo_seq_cst) <= ticket) &&
+        cell.compare_exchange({lo, hi}, {crq_safe_bit | ticket, value_bits})) {
+      return true;  // [E]
+    }
+    const std::uint64_t head = head_.value.load(util::mo_seq_cst);
+    const bool full = static_cast<std::int64_t>(ticket - head) >=
+                      static_cast<std::int64_t>(ring_size_);
+    if (full || attempts >= enqueue_attempts_max) {
+      tail_.value.fetch_or(crq_closed_bit, util::mo_seq_cst);
+      return false;
+    }
+  }
+}
+
+inline void* crq_segment_t::dequeue() {
+  // Lock-free: a lap ends without a value only if the cell of our ticket was
+  // empty although tail was beyond it, i.e. an enqueuer holds that ticket and
+  // has not stored yet. That enqueuer then fails and retries; after
+  // enqueue_attempts_max such failures it closes the ring, after which the
+  // tail only grows by the finitely many late F&As that see CLOSED.
+  for (;;) {
+    const std::uint64_t ticket = head_.value.fetch_add(1, util::mo_seq_cst);
+    LCI_DEBUG_ASSERT(ticket < crq_closed_bit, "crq head overflow");
+    if (void* value = take_cell(ticket)) return value;
+    const std::uint64_t tail =
+        tail_.value.load(util::mo_seq_cst) & ~crq_closed_bit;  // [T]
+    if (tail <= ticket + 1) {
+      fix_state();
+      return nullptr;
+    }
+  }
+}
+
+// The paper's dequeue inner loop on the cell of `ticket`: take the value
+// stored for this ticket, or make sure no enqueuer can store it later.
+inline void* crq_segment_t::take_cell(std::uint64_t ticket) {
+  util::atomic_u64_pair& cell = cells_[ticket & ring_mask_];
+  const std::uint64_t next_lap = ticket + ring_size_;
+  // No livelock: a CAS2 fails only if another thread changed the cell, and
+  // while the index stays <= ticket a cell can change only a bounded number of
+  // times (store, unsafe mark, take; each take raises the index by ring_size).
+  for (;;) {
+    const std::uint64_t hi = cell.load_hi();
+    const std::uint64_t lo = cell.load_lo();
+    const std::uint64_t index = lo & crq_index_mask;
+    const std::uint64_t safe = lo & crq_safe_bit;
+    if (index > ticket) return nullptr;  // a later lap owns the cell
+    if (hi != 0) {
+      if (index == ticket) {
+        if (cell.compare_exchange({lo, hi}, {safe | next_lap, 0})) {  // [D]
+          return reinterpret_cast<void*>(hi);
+        }
+      } else if (cell.compare_exchange({lo, hi}, {index, hi})) {
+        return nullptr;  // an older lap's value: mark the cell unsafe
+      }
+    } else if (cell.compare_exchange({lo, hi}, {safe | next_lap, 0})) {
+      return nullptr;  // empty: advance its index so our enqueuer fails
+    }
+  }
+}
+
+// Head overtook tail (empty dequeues): pull tail up to head so that later
+// enqueuers do not take tickets dequeuers have already passed.
+inline void crq_segment_t::fix_state() {
+  // Lock-free: a lap repeats only when tail_ changed between our reads, i.e.
+  // another operation completed a step.
+  for (;;) {
+    const std::uint64_t tail_raw = tail_.value.load(util::mo_seq_cst);
+    const std::uint64_t head = head_.value.load(util::mo_seq_cst);
+    if (tail_.value.load(util::mo_seq_cst) != tail_raw) continue;
+    if (head <= (tail_raw & ~crq_closed_bit)) return;
+    std::uint64_t expected = tail_raw;
+    const std::uint64_t desired = head | (tail_raw & crq_closed_bit);
+    if (tail_.value.compare_exchange_strong(expected, desired, util::mo_seq_cst,
+                                            util::mo_seq_cst)) {
+      return;
+    }
+  }
+}
+
+inline void crq_segment_t::poison() {
+#if defined(LCI_CQ_ASAN)
+  ASAN_POISON_MEMORY_REGION(cells_, ring_size_ * sizeof(util::atomic_u64_pair));
+  ASAN_POISON_MEMORY_REGION(&head_, sizeof(head_));
+  ASAN_POISON_MEMORY_REGION(&tail_, sizeof(tail_));
+  ASAN_POISON_MEMORY_REGION(&next_, sizeof(next_));
+#endif
+}
+
+inline void crq_segment_t::unpoison() {
+#if defined(LCI_CQ_ASAN)
+  ASAN_UNPOISON_MEMORY_REGION(cells_,
+                              ring_size_ * sizeof(util::atomic_u64_pair));
+  ASAN_UNPOISON_MEMORY_REGION(&head_, sizeof(head_));
+  ASAN_UNPOISON_MEMORY_REGION(&tail_, sizeof(tail_));
+  ASAN_UNPOISON_MEMORY_REGION(&next_, sizeof(next_));
+#endif
+}
+
+}  // namespace lci::cq::detail
