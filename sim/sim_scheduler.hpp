@@ -1,0 +1,257 @@
+// scheduler_t: the seeded fiber scheduler at the heart of the deterministic
+// simulated network (docs/design.md, "The simulated network";
+// docs/design/sim_scheduler.md).
+//
+// All ranks of a simulation (and any threads a test starts inside a rank)
+// run as fibers on one OS thread. At every scheduling point (yield(), wait())
+// the running fiber goes back to the scheduler, which picks who runs next
+// from a PRNG seeded by one uint64_t. Time is virtual (ticks); timers let the
+// network deliver events later. Same seed => same interleaving, same timer
+// order, same trace_hash(). A run always ends: all fibers finished, a
+// deadlock (every fiber waits and nothing changes), a fiber failure, or a
+// bound (steps_max, ticks_max) reached; each ending is a run_result_t whose
+// report names the seed and a one-line replay command.
+//
+//   lci::sim::scheduler_options_t options;
+//   options.seed = lci::sim::seed_from_env(42);
+//   lci::sim::scheduler_t scheduler(options);
+//   scheduler.spawn("rank0", [&] { while (!done) scheduler_t::wait("done"); });
+//   scheduler.spawn("rank1", [&] { done = true; scheduler.note_progress(); });
+//   lci::sim::run_result_t result = scheduler.run();  // result.ok()
+//
+// Progress and deadlock. A fiber that waits for something calls wait(what)
+// in its loop; a fiber that merely lets others run calls yield(). Progress
+// is: note_progress() (the world changed state: a flag set, a packet
+// delivered), yield(), spawn(), a fiber finishing, a timer firing. When every
+// live fiber has called wait() quiet_waits_min times since the last progress
+// and the in-flight count is 0, the scheduler first jumps virtual time to the
+// next timer if there is one (no spinning through empty ticks); if there is
+// none the run ends as a deadlock, the report listing every fiber and what
+// it waits for.
+//
+// Spinlocks. Fibers share one OS thread, so a fiber that yields while it
+// holds an lci::util::spinlock_t would make the next fiber that takes the
+// lock spin forever. yield()/wait() check spinlocks_held_by_this_thread() and
+// end the run as fiber_failed (naming the fiber and the seed), never a hang.
+//
+// Thread safety: a scheduler and its fibers live on the OS thread that calls
+//                run(); every method except the constructor, spawn() before
+//                run() and the read-only getters after run() must be called
+//                on that thread while run() is active (from a fiber or a
+//                timer callback). Separate schedulers on separate threads are
+//                independent.
+// Blocking:      run() returns only when the run ends (bounded by steps_max
+//                and ticks_max). yield()/wait() suspend the calling fiber
+//                until the scheduler picks it again; outside a simulation
+//                (current() == nullptr) they return at once, so runtime code
+//                may call them unconditionally.
+// Ownership:     the scheduler owns its fibers, their stacks and bodies, and
+//                its timers' callbacks. Strings passed to wait() are kept by
+//                pointer: they must outlive the wait (use literals).
+// Allocation:    spawn() maps a stack and allocates the fiber record;
+//                schedule_at() stores a std::function. The scheduling step
+//                itself allocates nothing.
+// Limits:        fibers_max spawns and timers_max pending timers per
+//                scheduler (exceeding them is a usage error: LCI_ASSERT);
+//                steps_max and ticks_max per run (reaching them ends the run
+//                with steps_exhausted / ticks_exhausted). stack_bytes per
+//                fiber, fixed (guard page below: an overflow faults).
+//
+// Life cycle:
+//
+//   state   | spawn | run()     | yield/wait       | schedule_at | ~scheduler_t
+//   --------+-------+-----------+------------------+-------------+-------------
+//   created | ok    | -> running| no-op (no sim)   | ok          | ok
+//   running | ok    | invalid   | ok in a fiber;   | ok          | invalid
+//           |       |           | invalid in timer |             |
+//   ended   | invalid| invalid  | no-op (no sim)   | invalid     | ok
+//
+// Fiber rules: a fiber must not yield while holding a spinlock, must not
+// catch fiber_cancelled_t without rethrowing (teardown unwinds suspended
+// fibers with it), and must not call yield()/wait() from a noexcept function
+// (teardown throws there). Timer callbacks run between fibers on the
+// scheduler's own stack: they must not yield or wait.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "lci/util/error.hpp"
+#include "sim/sim_fiber.hpp"
+#include "sim/sim_prng.hpp"
+#include "sim/sim_seed.hpp"
+
+namespace lci::sim {
+
+enum class policy_t : std::uint8_t {
+  random,       // every scheduling point picks a live fiber uniformly at random
+  round_robin,  // live fibers in turn (still deterministic; no randomness)
+};
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define LCI_SIM_SANITIZED_ 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define LCI_SIM_SANITIZED_ 1
+#endif
+#endif
+
+// Sanitizers' instrumented frames are several times larger.
+#if defined(LCI_SIM_SANITIZED_)
+inline constexpr std::size_t stack_bytes_default = 256 * 1024;
+#else
+inline constexpr std::size_t stack_bytes_default = 64 * 1024;
+#endif
+
+struct scheduler_options_t {
+  std::uint64_t seed = 0;
+  policy_t policy = policy_t::random;
+  std::uint64_t steps_max = 10'000'000;  // scheduling decisions per run
+  std::uint64_t ticks_max = 1'000'000'000;
+  std::uint64_t ticks_per_step = 1;  // virtual time each scheduling step costs
+  std::size_t stack_bytes = stack_bytes_default;
+  std::size_t fibers_max = 4096;
+  std::size_t timers_max = 1 << 16;
+  // Deadlock: every live fiber waited this many times since the last progress.
+  std::uint32_t quiet_waits_min = 4;
+  bool log_header = true;   // print seed and parameters to stderr at run()
+  bool log_failure = true;  // print the report to stderr unless finished
+  std::string replay_command;  // "" = derived (see sim_seed.hpp)
+};
+
+struct run_result_t {
+  enum class kind_t : std::uint8_t {
+    finished,         // every fiber returned
+    deadlock,         // every fiber waits, nothing changes, nothing pending
+    ticks_exhausted,  // virtual time passed ticks_max
+    steps_exhausted,  // steps_max scheduling decisions (a livelock suspect)
+    fiber_failed,     // a body threw, or a fiber yielded under a spinlock
+  };
+  kind_t kind = kind_t::finished;
+  std::uint64_t seed = 0;
+  std::uint64_t steps_count = 0;
+  std::uint64_t ticks = 0;
+  std::uint64_t trace_hash = 0;
+  fiber_id_t failed_fiber = fiber_id_invalid;
+  std::string message;  // the failure's one-line cause ("" if finished)
+  std::string replay;   // `LCI_SIM_SEED=<seed> <command>`
+  std::string report;   // multi-line: kind, seed, every fiber, replay line
+
+  bool ok() const { return kind == kind_t::finished; }
+};
+
+const char* get_kind_str(run_result_t::kind_t kind);
+
+class scheduler_t {
+ public:
+  explicit scheduler_t(const scheduler_options_t& options);
+  ~scheduler_t();
+  scheduler_t(const scheduler_t&) = delete;
+  scheduler_t& operator=(const scheduler_t&) = delete;
+
+  // Adds a runnable fiber; from outside before run(), or from a fiber or a
+  // timer callback during it. The body runs on the fiber's own stack.
+  fiber_id_t spawn(std::string name, std::function<void()> body);
+
+  // Runs until the run ends (see the file comment). Once per scheduler.
+  run_result_t run();
+
+  // ---- from inside a fiber (no-ops outside a simulation) ----
+  // A scheduling point: the scheduler picks who runs next. Counts as progress.
+  static void yield();
+  // A scheduling point while waiting for `what` (spinning on progress,
+  // sync_wait): not progress; `what` appears in deadlock reports.
+  static void wait(const char* what);
+  // Waits until virtual time reaches now + ticks (a timer wakes the fiber).
+  static void sleep_ticks(std::uint64_t ticks);
+  // The scheduler running on this OS thread, or nullptr outside a simulation.
+  static scheduler_t* current();
+  // The running fiber, or fiber_id_invalid (timer callback, no simulation).
+  static fiber_id_t current_fiber();
+
+  // ---- the world (a fiber or a timer callback) ----
+  std::uint64_t now_ticks() const { return now_ticks_; }
+  // Moves virtual time forward (a fiber modelling compute time).
+  void advance_ticks(std::uint64_t ticks);
+  // Runs `callback` on the scheduler's stack when virtual time reaches
+  // `tick` (>= now_ticks()); equal ticks fire in scheduling order. Firing is
+  // progress. retry_nomem when timers_max timers are pending.
+  [[nodiscard]] error_t schedule_at(std::uint64_t tick, std::function<void()> callback);
+  [[nodiscard]] error_t schedule_after(std::uint64_t ticks, std::function<void()> callback);
+  // The world changed state (a flag set, a packet queued or delivered).
+  void note_progress() {
+    ++progress_epoch_;
+    quiet_count_ = 0;
+  }
+  // How much the network holds in flight; > 0 postpones a deadlock verdict.
+  void set_in_flight_count_fn(std::function<std::size_t()> fn);
+  // Mixes a world event (a packet's source, target, size) into trace_hash().
+  void trace(std::uint64_t event);
+
+  // ---- getters ----
+  std::uint64_t seed() const { return options_.seed; }
+  // An independent PRNG stream of this run's seed (see prng_t::fork); the
+  // scheduler itself uses stream 0.
+  prng_t fork_prng(std::uint64_t stream_id) const { return root_prng_.fork(stream_id); }
+  // FNV-1a (64-bit words) of every scheduling decision and event so far.
+  std::uint64_t trace_hash() const { return trace_hash_; }
+  std::uint64_t steps_count() const { return steps_count_; }
+  std::size_t fibers_count() const { return fibers_.size(); }
+  std::size_t fibers_live_count() const { return live_.size(); }
+
+ private:
+  friend struct scheduler_abort_note_t;  // prints seed and fiber on SIGABRT
+  struct fiber_slot_t;
+  struct timer_entry_t;
+  enum class phase_t : std::uint8_t { created, running, ended };
+
+  enum class loop_action_t : std::uint8_t { run_one, again, stop };
+  void suspend_running(const char* what);
+  loop_action_t run_checks(run_result_t& result);
+  bool step_bounds_reached(run_result_t& result);
+  bool handle_quiet(run_result_t& result);
+  fiber_slot_t& pick_next();
+  void run_fiber(fiber_slot_t& slot);
+  void retire_fiber(fiber_slot_t& slot);
+  void fire_due_timers();
+  void fail(fiber_id_t fiber, std::string message);
+  void cancel_live_fibers();
+  void finish_result(run_result_t& result);
+  std::string describe_fibers() const;
+  // FNV-1a over 64-bit words: (h ^ w) * p is a bijection in h and in w, so
+  // two traces of equal length that differ in one event hash differently.
+  void mix(std::uint64_t tag, std::uint64_t value) {
+    trace_hash_ = (trace_hash_ ^ ((tag << 56) ^ value)) * trace_fnv_prime;
+  }
+  static constexpr std::uint64_t trace_fnv_prime = 0x100000001B3ull;
+
+  const scheduler_options_t options_;
+  const prng_t root_prng_;
+  prng_t prng_;  // root_prng_.fork(0): scheduling choices
+  phase_t phase_ = phase_t::created;
+  std::uint64_t now_ticks_ = 0;
+  std::uint64_t steps_count_ = 0;
+  std::uint64_t trace_hash_;
+  std::uint64_t progress_epoch_ = 1;
+  std::size_t quiet_count_ = 0;  // live fibers quiet in this epoch
+  std::uint64_t timers_seq_ = 0;
+  std::size_t round_robin_cursor_ = 0;
+
+  std::vector<std::unique_ptr<fiber_slot_t>> fibers_;  // by fiber_id_t
+  std::vector<fiber_id_t> live_;                       // dense, unordered
+  std::vector<timer_entry_t> timers_;                       // min-heap (tick, seq)
+  fiber_slot_t* running_ = nullptr;
+  std::function<std::size_t()> in_flight_count_fn_;
+
+  // The first failure of the run (later ones are ignored).
+  bool failed_ = false;
+  fiber_id_t failed_fiber_ = fiber_id_invalid;
+  std::string failure_message_;
+  std::string replay_;
+};
+
+}  // namespace lci::sim
