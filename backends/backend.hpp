@@ -1,0 +1,178 @@
+// The network backend contract (paper §4.2): what the LCI runtime needs from
+// a network, and nothing more. Protocol code above this line never names a
+// specific backend; differences between networks are the capability fields
+// of net_device_attr_t.
+//
+// Two levels, as in the paper:
+//   net_context_t  one per runtime: global resources (fabric/domain, the
+//                  rank's identity, the peers' addresses).
+//   net_device_t   one per LCI device: the critical-path resources (send and
+//                  completion queues, a shared receive queue, memory
+//                  registrations). Threads that use different devices never
+//                  contend inside the backend.
+//
+// Rules every backend follows (checked by tests/backends/conformance/):
+// - Never blocks. A full send queue, an exhausted receive/completion queue, a
+//   busy internal lock (try-lock wrapper, §4.2.2) or any other exhausted
+//   resource returns a retry error_t (retry_nomem, retry_lock) and changes
+//   nothing: the caller still owns its buffer and may post again.
+// - Reliable delivery: every post that returned done/posted eventually
+//   completes (or reports a fault). Ordering between messages is NOT
+//   promised, not even between two sends to the same peer.
+// - A completion carries everything the runtime needs: opcode, peer rank,
+//   length, immediate data and the user context given at post time.
+// - Fatal misuse (bad rank, size over a limit, a post after free) is thrown
+//   as std::invalid_argument / std::logic_error naming the argument and
+//   value. Faults found by the network after the post (an RMA protection
+//   fault at the target, a crashed peer) come back as a completion whose
+//   `fault` is set; the victim's memory is never touched.
+//
+// Thread safety: every net_device_t method may be called concurrently from
+//                any threads (backends serialise internally with try-locks).
+// Ownership:     see each post_* comment: "s" variants (post_sends,
+//                post_puts, post_putImms) copy the payload before returning
+//                done and produce no local completion; the others keep the
+//                caller's buffer until their completion is polled.
+// Allocation:    at device creation; the data path does not allocate.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "lci/util/error.hpp"
+
+namespace lci::backend {
+
+using net_imm_data_t = std::uint32_t;
+
+// What a completion reports.
+enum class net_opcode_t : std::uint8_t {
+  send,          // local: a post_send finished; the buffer is the caller's again
+  recv,          // local: a message arrived in a buffer given to post_recv
+  write,         // local: a post_put / post_putImm finished
+  remote_write,  // target side of a put-with-immediate: data is in place
+  read,          // local: a post_get finished; the data is in the buffer
+};
+
+const char* get_net_opcode_str(net_opcode_t opcode);
+
+// A fault detected by the network after the post was accepted.
+enum class net_fault_t : std::uint8_t {
+  none,
+  protection,    // RMA to an unregistered region, out of bounds or a stale key
+  peer_crashed,  // the peer rank died; the operation will never complete
+};
+
+struct net_status_t {
+  net_opcode_t opcode = net_opcode_t::send;
+  net_fault_t fault = net_fault_t::none;
+  int rank = -1;              // the peer: source of a recv/remote_write, target otherwise
+  void* user_context = nullptr;  // from the post (recv: from post_recv)
+  void* buffer = nullptr;     // recv: the posted buffer the message landed in
+  std::size_t length = 0;     // bytes delivered/transferred
+  net_imm_data_t imm_data = 0;  // recv of a send with imm, and remote_write
+  std::uintptr_t fault_address = 0;  // protection: the remote address refused
+};
+
+// One line naming the fault, the peer rank and the address, e.g.
+// "RMA protection fault: put of 64 bytes to rank 3 at 0x7f.. (unregistered)".
+std::string describe_fault(const net_status_t& status);
+
+// A local memory registration.
+struct net_mr_t {
+  void* base = nullptr;
+  std::size_t size = 0;
+  void* opaque = nullptr;  // the backend's handle
+  bool is_empty() const { return opaque == nullptr; }
+};
+
+// What a peer needs to address registered memory remotely; plain data a
+// program may copy into a message.
+struct net_rmr_t {
+  std::uintptr_t base = 0;
+  std::uint64_t rkey = 0;
+  bool is_empty() const { return base == 0 && rkey == 0; }
+};
+
+// Capabilities and limits; the protocol layer reads these instead of naming
+// a transport.
+struct net_device_attr_t {
+  std::size_t max_msg_size = 0;      // largest send/put/get payload
+  std::size_t inject_size_max = 0;   // largest post_sends/post_puts payload
+  bool supports_put_imm = false;
+  std::size_t net_max_sends = 0;     // send queue depth (retry beyond it)
+  std::size_t net_max_recvs = 0;     // posted receive buffers
+  std::size_t net_max_cqes = 0;      // completion queue depth
+};
+
+class net_device_t {
+ public:
+  virtual ~net_device_t() = default;
+  virtual const net_device_attr_t& attr() const = 0;
+
+  // Gives the network a buffer for one incoming message (shared receive
+  // queue: any peer's message may land in it). Owned by the network until
+  // its recv completion.
+  [[nodiscard]] virtual error_t post_recv(void* buffer, std::size_t size,
+                                          net_mr_t mr, void* user_context) = 0;
+
+  // Inject: copies size <= inject_size_max bytes; no completion.
+  [[nodiscard]] virtual error_t post_sends(int rank, const void* buffer,
+                                           std::size_t size,
+                                           net_imm_data_t imm_data) = 0;
+  [[nodiscard]] virtual error_t post_send(int rank, const void* buffer,
+                                          std::size_t size, net_mr_t mr,
+                                          net_imm_data_t imm_data,
+                                          void* user_context) = 0;
+
+  // RDMA write of [buffer, buffer+size) to rmr.base + offset at `rank`.
+  [[nodiscard]] virtual error_t post_puts(int rank, const void* buffer,
+                                          std::size_t size, std::uint64_t offset,
+                                          net_rmr_t rmr) = 0;
+  [[nodiscard]] virtual error_t post_put(int rank, const void* buffer,
+                                         std::size_t size, net_mr_t mr,
+                                         std::uint64_t offset, net_rmr_t rmr,
+                                         void* user_context) = 0;
+  // Write with immediate: the target also gets a remote_write completion
+  // carrying imm_data (requires supports_put_imm).
+  [[nodiscard]] virtual error_t post_putImms(int rank, const void* buffer,
+                                             std::size_t size,
+                                             std::uint64_t offset, net_rmr_t rmr,
+                                             net_imm_data_t imm_data) = 0;
+  [[nodiscard]] virtual error_t post_putImm(int rank, const void* buffer,
+                                            std::size_t size, net_mr_t mr,
+                                            std::uint64_t offset, net_rmr_t rmr,
+                                            net_imm_data_t imm_data,
+                                            void* user_context) = 0;
+  // RDMA read of size bytes from rmr.base + offset at `rank` into buffer.
+  [[nodiscard]] virtual error_t post_get(int rank, void* buffer, std::size_t size,
+                                         net_mr_t mr, std::uint64_t offset,
+                                         net_rmr_t rmr, void* user_context) = 0;
+
+  // Moves up to statuses_max completions into `statuses`; returns how many.
+  // May return 0 when a try-lock is busy.
+  virtual std::size_t poll_comp(net_status_t* statuses,
+                                std::size_t statuses_max) = 0;
+
+  // Registration may fail for lack of resources: returns retry_nomem and
+  // leaves *mr empty.
+  [[nodiscard]] virtual error_t register_memory(void* address, std::size_t size,
+                                                net_mr_t* mr) = 0;
+  virtual void deregister_memory(net_mr_t* mr) = 0;
+  virtual net_rmr_t get_rmr(net_mr_t mr) const = 0;
+};
+
+class net_context_t {
+ public:
+  virtual ~net_context_t() = default;
+  virtual int rank_me() const = 0;
+  virtual int rank_n() const = 0;
+  // Collective: every rank allocates its devices in the same order; the
+  // n-th device of one rank talks to the n-th device of every other.
+  virtual std::unique_ptr<net_device_t> alloc_device(
+      const net_device_attr_t& requested) = 0;
+};
+
+}  // namespace lci::backend
