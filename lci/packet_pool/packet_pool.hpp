@@ -161,7 +161,9 @@ inline void* pool_t::get() {
 #endif
   LCI_ASSERT(state == static_cast<std::uint8_t>(packet_state_t::in_pool),
              "get: packet in a deque is not marked in_pool (corrupt header?)");
-  packet->home_deque_index.store(own_index);
+  // (The mutation, tests only, forgets the new home: a later put is judged
+  // local or remote against a stale deque.)
+  if (!util::mutated("packet_pool_home_not_recorded")) packet->home_deque_index.store(own_index);
   return payload_of(packet);
 }
 
@@ -242,7 +244,10 @@ inline packet_header_t* pool_t::steal_into(deque_t& own, std::uint32_t own_index
   // (The mutation, model checking only, steals without the victim's lock.)
   const bool lock_victim = !util::mutated("packet_pool_steal_unlocked");
   if (lock_victim && !victim.lock.try_lock()) return nullptr;  // busy victim: failed steal
-  const std::uint32_t steal_count = (victim.size() + 1) / 2;  // half, rounded up
+  // Half, rounded up (the mutation, tests only, rounds down: a victim with
+  // one packet is never robbed, and an odd victim keeps the larger half).
+  const std::uint32_t steal_count =
+      (victim.size() + (util::mutated("packet_pool_steal_rounds_down") ? 0 : 1)) / 2;
   if (steal_count > 0) deque_t::move_head_to_tail(victim, own, steal_count);
   if (lock_victim) victim.lock.unlock();
   return own.pop_tail();  // nullptr if the victim was empty

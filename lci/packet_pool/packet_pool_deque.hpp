@@ -28,6 +28,7 @@
 #include "lci/util/assert.hpp"
 #include "lci/util/atomic.hpp"
 #include "lci/util/cache.hpp"
+#include "lci/util/mutation.hpp"
 #include "lci/util/spinlock.hpp"
 
 namespace lci::packet_pool {
@@ -98,7 +99,9 @@ class alignas(util::cache_line_bytes) deque_t {
       left -= chunk;
     }
     source.head_.store(from);
-    target.tail_.store(to);
+    // (The mutation, tests only, publishes the target's tail one short: the
+    // newest moved packet leaves the source but never arrives — it is lost.)
+    target.tail_.store(util::mutated("packet_pool_move_loses_newest") ? to - 1 : to);
   }
 
   // For teardown checks (no concurrent users): the i-th packet from the head.
