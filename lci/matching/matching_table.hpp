@@ -44,6 +44,7 @@
 #include "lci/matching/matching_key.hpp"
 #include "lci/matching/matching_table_bucket.hpp"
 #include "lci/util/assert.hpp"
+#include "lci/util/mutation.hpp"
 #include "lci/util/spinlock.hpp"
 
 namespace lci::matching {
@@ -115,9 +116,14 @@ class table_t {
                    type == matching_entry_type_t::recv,
                "invalid matching_entry_type_t");
     detail::bucket_t& bucket = buckets_[hash_key(key) & bucket_index_mask_];
-    util::spinlock_guard_t guard(bucket.lock);
-    const insert_result_t result =
-        insert_locked(bucket, key, value, detail::type_bits(type));
+    insert_result_t result{};
+    if (util::mutated("matching_bucket_unlocked")) {
+      // Broken variant for the model checker only: no bucket lock.
+      result = insert_locked(bucket, key, value, detail::type_bits(type));
+    } else {
+      util::spinlock_guard_t guard(bucket.lock);
+      result = insert_locked(bucket, key, value, detail::type_bits(type));
+    }
     if (result.kind == insert_kind_t::matched) {
       LCI_ASSERT(result.value != nullptr, "matched a null value");
     }
@@ -236,8 +242,9 @@ class table_t {
     const std::uint8_t count = bucket.values_count[slot].load();
     LCI_ASSERT(count >= 1, "take from a free slot");
     LCI_ASSERT(count <= detail::slot_values_count_max, "slot count corrupt");
-    const matching_entry_val_t oldest = bucket.values[slot][0].load();
-    for (std::uint8_t i = 1; i < count; ++i) {
+    const std::uint8_t taken = taken_index(count);
+    const matching_entry_val_t oldest = bucket.values[slot][taken].load();
+    for (std::uint8_t i = taken + 1; i < count; ++i) {
       bucket.values[slot][i - 1].store(bucket.values[slot][i].load());
     }
     bucket.values[slot][count - 1].store(nullptr);
@@ -257,6 +264,15 @@ class table_t {
     }
     bucket.values_count[slot].store(count_after);
     return oldest;
+  }
+
+  // Which of a slot's or segment's `count` values (oldest first) a match
+  // takes: the oldest. The broken variant "matching_lifo_within_key" (tests
+  // only) takes the newest instead.
+  static std::uint8_t taken_index(std::uint8_t count) {
+    return util::mutated("matching_lifo_within_key")
+               ? static_cast<std::uint8_t>(count - 1)
+               : 0;
   }
 
   // Walks the chain of key queues: bounded by the distinct keys in the
@@ -288,8 +304,9 @@ class table_t {
     const std::uint8_t count = head->values_count.load();
     LCI_ASSERT(count >= 1, "[I3] an empty queue head");
     LCI_ASSERT(count <= detail::node_values_count_max, "node count corrupt");
-    const matching_entry_val_t oldest = head->values[0].load();
-    for (std::uint8_t i = 1; i < count; ++i) {
+    const std::uint8_t taken = taken_index(count);
+    const matching_entry_val_t oldest = head->values[taken].load();
+    for (std::uint8_t i = taken + 1; i < count; ++i) {
       head->values[i - 1].store(head->values[i].load());
     }
     head->values[count - 1].store(nullptr);

@@ -16,6 +16,7 @@
 #include "lci/util/assert.hpp"
 #include "lci/util/atomic.hpp"
 #include "lci/util/cache.hpp"
+#include "lci/util/mutation.hpp"
 #include "lci/util/spinlock.hpp"
 
 namespace lci::matching::detail {
@@ -117,9 +118,13 @@ class overflow_pool_t {
 
   // A free node, or nullptr when every node is in use.
   [[nodiscard]] overflow_node_t* pop() {
+    // Broken variant for the model checker only (lci/util/mutation.hpp):
+    // both acquires of [P1] weakened to relaxed.
+    constexpr util::memory_order mo_pop =
+        util::mutated("matching_pool_pop_relaxed") ? mo_relaxed : mo_acquire;
     // acquire: pairs with the release CAS in push() [P2], so the free_next
     // that push stored for the head node is visible before we read it.
-    std::uint64_t head = head_.word.load(mo_acquire);
+    std::uint64_t head = head_.word.load(mo_pop);
     // Lock-free: each failed CAS means another pop/push changed head.
     for (;;) {
       const std::uint32_t index = index_of(head);
@@ -132,8 +137,8 @@ class overflow_pool_t {
       // whose release sequence we read (RMWs extend it), so the last user's
       // accesses to the node happen before ours. acquire (failure): as the
       // load above, for the retry.
-      if (head_.word.compare_exchange_weak(head, pack(next, tag_of(head) + 1),
-                                           mo_acquire, mo_acquire)) {
+      if (head_.word.compare_exchange_weak(head, pack(next, next_tag(head)),
+                                           mo_pop, mo_pop)) {
         return &nodes_[index];
       }
     }
@@ -153,7 +158,7 @@ class overflow_pool_t {
       // free_next and our last reads/writes of the node precede the next
       // owner's. relaxed (failure): we only retry with the new head.
       if (head_.word.compare_exchange_weak(
-              head, pack(static_cast<std::uint32_t>(offset), tag_of(head) + 1),
+              head, pack(static_cast<std::uint32_t>(offset), next_tag(head)),
               mo_release, mo_relaxed)) {
         return;
       }
@@ -185,6 +190,12 @@ class overflow_pool_t {
     return static_cast<std::uint32_t>(word);
   }
   static std::uint64_t tag_of(std::uint64_t word) { return word >> 32; }
+  // The version for the next head word: bumped on every pop and push. The
+  // broken variant "matching_pool_no_version" (tests only) keeps it, which
+  // lets a stalled pop's CAS succeed after a pop-pop-push (ABA).
+  static std::uint64_t next_tag(std::uint64_t word) {
+    return tag_of(word) + (util::mutated("matching_pool_no_version") ? 0 : 1);
+  }
 
   static constexpr util::memory_order mo_relaxed = util::mo_relaxed;
   static constexpr util::memory_order mo_acquire = util::mo_acquire;
