@@ -41,7 +41,9 @@
 
 #include "lci/util/assert.hpp"
 #include "lci/util/atomic.hpp"
+#include "lci/util/backoff.hpp"
 #include "lci/util/cache.hpp"
+#include "lci/util/mutation.hpp"
 
 namespace lci::cq {
 
@@ -124,7 +126,10 @@ inline bool faa_array_t::admit_push() {
   std::uint64_t size = size_.value.load(util::mo_relaxed);
   // Lock-free: the CAS fails only when another push or pop was admitted.
   for (;;) {
-    if (size >= capacity_) return false;  // [A] full
+    // (Broken variant, tests/cq: off by one, admits capacity + 1 values.)
+    const std::uint64_t admitted_max =
+        capacity_ + (util::mutated("faa_array_admits_one_extra") ? 1 : 0);
+    if (size >= admitted_max) return false;  // [A] full
     if (size_.value.compare_exchange_weak(size, size + 1,
                                           util::mo_relaxed,    // see above
                                           util::mo_relaxed)) {  // see above
@@ -138,7 +143,10 @@ inline bool faa_array_t::admit_pop() {
   std::uint64_t size = size_.value.load(util::mo_relaxed);
   // Lock-free: the CAS fails only when another push or pop was admitted.
   for (;;) {
-    if (size == 0) return false;  // [A'] empty
+    // (Broken variant, tests/cq: off by one, refuses to pop the last value.)
+    const std::uint64_t admitted_min =
+        util::mutated("faa_array_pop_refuses_last") ? 1 : 0;
+    if (size <= admitted_min) return false;  // [A'] empty
     if (size_.value.compare_exchange_weak(size, size - 1,
                                           util::mo_relaxed,    // see push
                                           util::mo_relaxed)) {  // see push
@@ -154,28 +162,41 @@ inline bool faa_array_t::push(void* value) {
   // the data.
   const std::uint64_t ticket = tail_.value.fetch_add(1, util::mo_relaxed);
   slot_t& slot = slots_[ticket & slots_mask_];
-  // Bounded spin: waits only for pop (ticket - slots_count), which was
-  // admitted before us, to finish freeing the slot (see Blocking).
+  // Waits (busy, then yielding: backoff_t) only for pop (ticket -
+  // slots_count), which was admitted before us, to finish freeing the slot
+  // (see Blocking).
   // acquire [W]: pairs with that pop's release [F], so its read of the old
   // value happens-before our overwrite.
-  while (slot.sequence.load(util::mo_acquire) != ticket) util::spin_pause();
+  util::backoff_t backoff;
+  while (slot.sequence.load(util::mo_acquire) != ticket) backoff.pause();
   LCI_ASSERT(slot.value.load() == nullptr, "push into a full slot");
   slot.value.store(value);
-  // release [S]: pairs with the acquire [R] in pop().
-  slot.sequence.store(ticket + 1, util::mo_release);
+  // release [S]: pairs with the acquire [R] in pop(). (Broken variant,
+  // tests/cq: relaxed, so the value is not published.)
+  slot.sequence.store(ticket + 1, util::mutated("faa_array_relaxed_publish")
+                                      ? util::mo_relaxed
+                                      : util::mo_release);
   return true;
 }
 
 inline void* faa_array_t::pop() {
-  if (!admit_pop()) return nullptr;
+  // (Broken variant, tests/cq: no admission, a pop takes a ticket even when
+  // nothing was pushed.)
+  if (util::mutated("faa_array_no_pop_admission")) {
+    // relaxed: as in admit_pop(); keeps size_ matching the tickets.
+    size_.value.fetch_sub(1, util::mo_relaxed);
+  } else if (!admit_pop()) {
+    return nullptr;
+  }
   // [Q] relaxed: tickets only need to be unique; the slot sequence orders
   // the data.
   const std::uint64_t ticket = head_.value.fetch_add(1, util::mo_relaxed);
   slot_t& slot = slots_[ticket & slots_mask_];
-  // Bounded spin: waits only for push `ticket`, which an admitted push holds
-  // or will take, to publish (see Blocking).
+  // Waits (busy, then yielding: backoff_t) only for push `ticket`, which an
+  // admitted push holds or will take, to publish (see Blocking).
   // acquire [R]: pairs with the release [S] in push().
-  while (slot.sequence.load(util::mo_acquire) != ticket + 1) util::spin_pause();
+  util::backoff_t backoff;
+  while (slot.sequence.load(util::mo_acquire) != ticket + 1) backoff.pause();
   void* value = slot.value.load();
   LCI_ASSERT(value != nullptr, "pop found an empty slot");
   slot.value.store(nullptr);  // so push can check it fills an empty slot

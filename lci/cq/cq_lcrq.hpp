@@ -38,6 +38,7 @@
 #include "lci/util/assert.hpp"
 #include "lci/util/atomic.hpp"
 #include "lci/util/cache.hpp"
+#include "lci/util/mutation.hpp"
 
 namespace lci::cq {
 
@@ -132,7 +133,11 @@ inline bool lcrq_t::append(segment_t* closed, void* value) {
   segment_t* expected = nullptr;
   // seq_cst: publishes fresh's reset (and our value) to every thread that
   // later loads next() or tail_segment_; part of the total order of [H].
-  if (!closed->next().compare_exchange_strong(expected, fresh, util::mo_seq_cst,
+  // (Broken variant, tests/cq: relaxed, publishing nothing.)
+  const util::memory_order link_order =
+      util::mutated("lcrq_relaxed_next_link") ? util::mo_relaxed
+                                              : util::mo_seq_cst;
+  if (!closed->next().compare_exchange_strong(expected, fresh, link_order,
                                               util::mo_seq_cst)) {
     LCI_DEBUG_ASSERT(expected != nullptr, "strong CAS failed spuriously");
     pool_.give_back(fresh);  // never published: no hazard can name it
@@ -158,7 +163,8 @@ inline void* lcrq_t::pop() {
     // close may have stored values after our first try: try once more. An
     // empty answer now read a tail taken after the close, so every ticket
     // that could store has been claimed by some popper.
-    value = segment->dequeue();
+    // (Broken variant, tests/cq: skip the second try.)
+    if (!util::mutated("lcrq_pop_no_second_try")) value = segment->dequeue();
     if (value != nullptr) break;
     advance_head(segment, next, slot);
     segment = hazards_.protect(slot, head_segment_.value);

@@ -218,7 +218,10 @@ class atomic_u64_pair {
   void lock(rl::debug_info_param site) const {
     int expected = 0;
     // seq_cst: cmpxchg16b is a full barrier; the guard reproduces that.
-    while (!guard_.compare_exchange_weak(expected, 1, mo_seq_cst, mo_relaxed,
+    // strong: Relacy explores a spurious failure of every weak CAS, which
+    // for this model-only guard adds nothing but a branch per cell access
+    // (it made the LCRQ model check ~100x slower).
+    while (!guard_.compare_exchange_strong(expected, 1, mo_seq_cst, mo_relaxed,
                                          site)) {
       expected = 0;
       spin_pause(site);

@@ -24,6 +24,7 @@
 
 #include "lci/util/assert.hpp"
 #include "lci/util/atomic.hpp"
+#include "lci/util/backoff.hpp"
 #include "lci/util/mutation.hpp"
 
 namespace lci::util {
@@ -62,7 +63,8 @@ class spinlock_t {
   void lock() {
     while (!try_lock()) {
       // relaxed: wait on a shared copy of the line until it looks free.
-      while (locked_.load(mo_relaxed) != 0) spin_pause();
+      backoff_t backoff;
+      while (locked_.load(mo_relaxed) != 0) backoff.pause();
     }
   }
 

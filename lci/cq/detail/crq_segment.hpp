@@ -33,6 +33,7 @@
 #include "lci/util/assert.hpp"
 #include "lci/util/atomic.hpp"
 #include "lci/util/cache.hpp"
+#include "lci/util/mutation.hpp"
 
 #if defined(__has_feature)
 #if __has_feature(address_sanitizer)
@@ -172,7 +173,13 @@ inline void* crq_segment_t::dequeue() {
   for (;;) {
     const std::uint64_t ticket = head_.value.fetch_add(1, util::mo_seq_cst);
     LCI_DEBUG_ASSERT(ticket < crq_closed_bit, "crq head overflow");
-    if (void* value = take_cell(ticket)) return value;
+    if (void* value = take_cell(ticket)) {
+      // Broken variant (tests/cq): burn one more ticket, skipping a cell.
+      if (util::mutated("lcrq_dequeue_skips_cell")) {
+        head_.value.fetch_add(1, util::mo_seq_cst);
+      }
+      return value;
+    }
     const std::uint64_t tail =
         tail_.value.load(util::mo_seq_cst) & ~crq_closed_bit;  // [T]
     if (tail <= ticket + 1) {

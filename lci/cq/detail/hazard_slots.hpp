@@ -31,11 +31,19 @@
 #include "lci/util/assert.hpp"
 #include "lci/util/atomic.hpp"
 #include "lci/util/cache.hpp"
+#include "lci/util/mutation.hpp"
 #include "lci/util/thread_context.hpp"
 
 namespace lci::cq::detail {
 
+#if defined(LCI_MODEL_CHECK)
+// Model checking only (tests/cq/lcrq_model_test.cpp, at most 3 threads): the
+// same protocol with 4 slots, so a reclaimer's scan is 4 scheduling points
+// instead of 64.
+inline constexpr std::size_t hazard_slots_max = 4;
+#else
 inline constexpr std::size_t hazard_slots_max = 64;
+#endif
 
 template <typename T>
 class hazard_slots_t {
@@ -105,6 +113,9 @@ T* hazard_slots_t<T>::validate(std::size_t slot, T* published,
   // Lock-free: a lap repeats only when source changed between our loads,
   // i.e. another operation advanced it.
   for (;;) {
+    // Broken variant (tests/cq): trust the first load, i.e. publish without
+    // re-reading the source; a reclaimer may already have scanned the slots.
+    if (util::mutated("lcrq_hazard_no_revalidate")) return published;
     T* current = source.load(util::mo_seq_cst);  // [H] re-load
     if (current == published) return current;
     LCI_ASSERT(current != nullptr, "hazard source holds null");

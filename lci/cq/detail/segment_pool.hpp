@@ -29,7 +29,14 @@
 
 namespace lci::cq::detail {
 
+#if defined(LCI_MODEL_CHECK)
+// Model checking only (tests/cq/lcrq_model_test.cpp): one free slot, so that
+// a few ring turnovers exercise both recycling and deletion (and Relacy sees
+// any access to a deleted segment).
+inline constexpr std::size_t free_segments_max = 1;
+#else
 inline constexpr std::size_t free_segments_max = 4;
+#endif
 
 class segment_pool_t {
  public:

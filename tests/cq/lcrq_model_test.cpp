@@ -1,0 +1,301 @@
+// Model checks of lcrq_t (production source of lci/cq/cq_lcrq.hpp and
+// lci/cq/detail/* under Relacy).
+//
+// The 128-bit cell CAS (cmpxchg16b) has no Relacy counterpart: it is modelled
+// by the LCI_MODEL_CHECK branch of lci::util::atomic_u64_pair, two Relacy
+// atomics (lo, hi) and a model-only guard word taken by compare_exchange and
+// by each half-load. A reader can thus see halves written by two different
+// CAS2s (as on hardware) but never a half-finished one; every cell access is
+// a full barrier, as cmpxchg16b is.
+//
+// Under LCI_MODEL_CHECK the structure keeps its code but shrinks two
+// constants (see detail/hazard_slots.hpp and detail/segment_pool.hpp): 4
+// hazard slots instead of 64 (fewer scheduling points per scan) and one free
+// segment slot instead of 4, so that a few ring turnovers both recycle a
+// segment and delete one. A deleted segment is then an object Relacy tracks:
+// any access through a stale pointer is reported as ACCESS TO FREED MEMORY.
+//
+// Every suite uses the smallest ring (2 cells): 3 pushes close a ring and
+// link a new segment; pops drain it, advance head_segment_ and retire the old
+// segment through the hazard pointers. Values are pointers to payload words
+// written before the push: a popper reads the payload, so a value published
+// without a happens-before edge is a data race Relacy reports. after() drains
+// the queue and checks that every value was popped exactly once and that each
+// producer's values came out in the order it pushed them; Relacy also reports
+// leaked segments.
+// Relacy reports an access to freed memory through a signature that each
+// Relacy object's destructor clears. At -O2 GCC removes that store as dead
+// (the object's lifetime ends right after it: "lifetime DSE"), and freed
+// segments would go unnoticed. Keep it, for everything included below.
+#pragma GCC optimize("no-lifetime-dse")
+
+#include "lci/cq/cq_lcrq.hpp"
+
+#include <cstdlib>
+#include <new>
+
+#include "tests/model_check/model_check.hpp"
+
+// Relacy replaces the plain operator new/delete only. crq_segment_t is
+// alignas(64), so `new crq_segment_t` calls the align_val_t overloads, which
+// would go to the C library: segments would be invisible to Relacy (no leak
+// report, and a stale access to a deleted segment would corrupt the heap
+// instead of being reported). Route them to Relacy too. Relacy's blocks are
+// 16-byte aligned, which is all the model build needs (no instruction there
+// relies on the 64-byte alignment, which only serves cache-line placement).
+void* operator new(std::size_t size, std::align_val_t alignment) {
+  if (rl::is_ctx()) return ::operator new(size);
+  const auto align = static_cast<std::size_t>(alignment);
+  void* p = std::aligned_alloc(align, (size + align - 1) / align * align);
+  if (p == nullptr) throw std::bad_alloc();
+  return p;
+}
+void* operator new[](std::size_t size, std::align_val_t alignment) {
+  return operator new(size, alignment);
+}
+void operator delete(void* p, std::align_val_t) noexcept { ::operator delete(p); }
+void operator delete[](void* p, std::align_val_t) noexcept { ::operator delete(p); }
+
+namespace {
+
+using lci::cq::lcrq_t;
+using lci::util::atomic;
+using lci::util::mo_relaxed;
+using lci::util::var;
+
+constexpr std::size_t ring_size = 2;  // the smallest the queue accepts
+constexpr int producers_max = 3;
+constexpr int values_per_producer_max = 6;
+constexpr int consumers_max = 4;  // threads plus the final drain
+
+// Shared fixture. Value (p, i) is &payload[p][i], holding 100 * p + i + 1.
+struct fixture_t {
+  lcrq_t* queue = nullptr;
+  var<int> payload[producers_max][values_per_producer_max];
+  atomic<int> popped_count[producers_max][values_per_producer_max];
+  // Per consumer and producer: the last sequence popped (-1 = none).
+  int last_popped[consumers_max][producers_max];
+  int popped_by[producers_max][values_per_producer_max];  // consumer index
+
+  void build() {
+    queue = new lcrq_t(ring_size);
+    for (int p = 0; p < producers_max; ++p) {
+      for (int i = 0; i < values_per_producer_max; ++i) {
+        // relaxed: before the threads start.
+        popped_count[p][i].store(0, mo_relaxed);
+        popped_by[p][i] = -1;
+      }
+    }
+    for (int c = 0; c < consumers_max; ++c) {
+      for (int p = 0; p < producers_max; ++p) last_popped[c][p] = -1;
+    }
+  }
+
+  void push(int producer, int sequence) {
+    payload[producer][sequence].store(100 * producer + sequence + 1);
+    queue->push(&payload[producer][sequence]);
+  }
+
+  // Pops once as `consumer`; returns whether a value came out.
+  bool pop(int consumer) {
+    void* value = queue->pop();
+    if (value == nullptr) return false;
+    const int index = static_cast<int>(static_cast<var<int>*>(value) - &payload[0][0]);
+    RL_ASSERT(index >= 0 && index < producers_max * values_per_producer_max);
+    const int producer = index / values_per_producer_max;
+    const int sequence = index % values_per_producer_max;
+    // The payload was written before the push: it must be visible here.
+    RL_ASSERT(payload[producer][sequence].load() == 100 * producer + sequence + 1);
+    // relaxed: only the count matters (a duplicate reads 1).
+    RL_ASSERT(popped_count[producer][sequence].fetch_add(1, mo_relaxed) == 0);
+    // Per-producer FIFO as seen by this consumer.
+    RL_ASSERT(sequence > last_popped[consumer][producer]);
+    last_popped[consumer][producer] = sequence;
+    popped_by[producer][sequence] = consumer;
+    return true;
+  }
+
+  // After the threads joined: drain as the last consumer, then check that
+  // exactly the pushed values came out, once each, and that no value left for
+  // the drain is older than one a thread popped from the same producer (a
+  // linearizable FIFO hands out a producer's values in push order).
+  void drain_and_check(const int (&pushed_count)[producers_max],
+                       int thread_consumers_count) {
+    const int drain = consumers_max - 1;
+    RL_ASSERT(thread_consumers_count <= drain);
+    while (pop(drain)) {
+    }
+    for (int p = 0; p < producers_max; ++p) {
+      for (int i = 0; i < values_per_producer_max; ++i) {
+        // relaxed: all threads joined.
+        const int count = popped_count[p][i].load(mo_relaxed);
+        RL_ASSERT(count == (i < pushed_count[p] ? 1 : 0));
+      }
+      for (int i = 0; i < pushed_count[p]; ++i) {
+        for (int j = i + 1; j < pushed_count[p]; ++j) {
+          // j popped by a thread, i only by the drain: i overtaken.
+          RL_ASSERT(!(popped_by[p][i] == drain && popped_by[p][j] != drain));
+        }
+      }
+    }
+    RL_ASSERT(queue->pop() == nullptr);
+    delete queue;  // Relacy reports any segment not freed
+  }
+};
+
+// The smallest race, explored exhaustively: one push against one pop on an
+// empty queue. The pop returns the value or empty; either way the drain
+// finds the rest.
+struct push_vs_pop_t : rl::test_suite<push_vs_pop_t, 2> {
+  fixture_t world;
+  void before() { world.build(); }
+  void thread(unsigned id) {
+    if (id == 0) {
+      world.push(0, 0);
+    } else {
+      world.pop(0);
+    }
+  }
+  void after() {
+    const int pushed[producers_max] = {1, 0, 0};
+    world.drain_and_check(pushed, 1);
+  }
+};
+
+// Concurrent push and pop on an (almost) empty queue: one pusher, one popper
+// that polls twice. An empty answer must not lose the value (fix_state pulls
+// the tail past tickets the popper already gave up on).
+struct almost_empty_t : rl::test_suite<almost_empty_t, 2> {
+  fixture_t world;
+  void before() { world.build(); }
+  void thread(unsigned id) {
+    if (id == 0) {
+      world.push(0, 0);
+      world.push(0, 1);
+      return;
+    }
+    world.pop(0);
+    world.pop(0);
+  }
+  void after() {
+    const int pushed[producers_max] = {2, 0, 0};
+    world.drain_and_check(pushed, 1);
+  }
+};
+
+// Segment close and turnover against a popper: 3 pushes on a 2-cell ring
+// close it and link a recycled segment holding the third value, while the
+// popper drains the ring, moves head_segment_ on and retires the old segment
+// (recycled into the free array, or parked if still protected).
+struct turnover_t : rl::test_suite<turnover_t, 2> {
+  fixture_t world;
+  void before() { world.build(); }
+  void thread(unsigned id) {
+    if (id == 0) {
+      for (int i = 0; i < 3; ++i) world.push(0, i);
+      return;
+    }
+    for (int i = 0; i < 3; ++i) world.pop(0);
+  }
+  void after() {
+    const int pushed[producers_max] = {3, 0, 0};
+    world.drain_and_check(pushed, 1);
+  }
+};
+
+// Two pushers find the full ring, close it and race to append their own
+// segment (the loser returns its unpublished segment and retries on the
+// winner's), while a popper drains and turns the head over.
+struct append_race_t : rl::test_suite<append_race_t, 3> {
+  fixture_t world;
+  void before() {
+    world.build();
+    world.push(0, 0);  // the ring is full (tail = 2), not yet closed
+    world.push(0, 1);
+  }
+  void thread(unsigned id) {
+    if (id < 2) {
+      world.push(1 + static_cast<int>(id), 0);
+      return;
+    }
+    world.pop(0);
+    world.pop(0);
+    world.pop(0);
+  }
+  void after() {
+    const int pushed[producers_max] = {2, 1, 1};
+    world.drain_and_check(pushed, 1);
+  }
+};
+
+// Two poppers race over a ring turnover. before() pushes v0..v4 (segments
+// [v0 v1] [v2 v3] [v4]) and pops v0..v2, which retires the first segment
+// into the one free slot; the threads then pop twice each: both try to
+// advance head_segment_ past [v3], and the winner retires it while the other
+// may still hold it in its hazard slot (then it is parked on the retired
+// stack). Unprotected, it is deleted (the free slot is taken): a popper that
+// kept a stale, unprotected pointer to it touches freed memory.
+struct pop_race_turnover_t : rl::test_suite<pop_race_turnover_t, 2> {
+  static constexpr int setup_consumer = 2;
+  fixture_t world;
+  void before() {
+    world.build();
+    for (int i = 0; i < 5; ++i) world.push(0, i);
+    for (int i = 0; i < 3; ++i) RL_ASSERT(world.pop(setup_consumer));
+  }
+  void thread(unsigned id) {
+    for (int i = 0; i < 2; ++i) world.pop(static_cast<int>(id));
+  }
+  void after() {
+    const int pushed[producers_max] = {5, 0, 0};
+    world.drain_and_check(pushed, setup_consumer + 1);
+  }
+};
+
+// Three threads, each pushing then popping (the CQ pattern of a thread that
+// polls the queue it feeds), across a ring turnover.
+struct three_mixed_t : rl::test_suite<three_mixed_t, 3> {
+  fixture_t world;
+  void before() {
+    world.build();
+    world.push(0, 0);
+  }
+  void thread(unsigned id) {
+    const int producer = static_cast<int>(id);
+    world.push(producer, producer == 0 ? 1 : 0);
+    world.pop(producer);
+  }
+  void after() {
+    const int pushed[producers_max] = {2, 1, 1};
+    world.drain_and_check(pushed, 3);
+  }
+};
+
+}  // namespace
+
+// Context bounds: the largest that keeps the binary at a few seconds
+// (exhaustive search does not finish even for push_vs_pop_t: every cell
+// access is 3-6 Relacy operations, every operation claims a hazard slot).
+// lcrq_model_deep_test (manual) raises each bound by one.
+#if defined(LCI_CQ_MODEL_DEEP)
+constexpr unsigned deeper = 1;
+#else
+constexpr unsigned deeper = 0;
+#endif
+
+int main() {
+  using lci::model_check::run;
+  return lci::model_check::exit_status({
+      run<push_vs_pop_t>("lcrq: push vs pop on empty", rl::sched_bound, 3 + deeper),
+      run<almost_empty_t>("lcrq: 2 pushes vs 2 pops, almost empty",
+                          rl::sched_bound, 2 + deeper),
+      run<turnover_t>("lcrq: ring close + turnover vs popper", rl::sched_bound,
+                      2 + deeper),
+      run<append_race_t>("lcrq: 2 pushers race append + popper", rl::sched_bound,
+                         1 + deeper),
+      run<pop_race_turnover_t>("lcrq: 2 poppers race turnover, retire",
+                               rl::sched_bound, 1 + deeper),
+      run<three_mixed_t>("lcrq: 3 threads push+pop over turnover",
+                         rl::sched_bound, 1 + deeper),
+  });
+}
