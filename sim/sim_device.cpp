@@ -1,0 +1,342 @@
+#include "sim/sim_device.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+
+#include "lci/util/assert.hpp"
+#include "lci/util/try_lock.hpp"
+#include "sim/sim_scheduler.hpp"
+
+namespace lci::sim {
+
+using backend::net_imm_data_t;
+using backend::net_mr_t;
+using backend::net_rmr_t;
+using backend::net_status_t;
+using detail::packet_kind_t;
+using detail::packet_t;
+
+struct sim_device_t::post_args_t {
+  packet_kind_t kind;
+  bool signaled;
+  int rank;
+  const void* payload;
+  void* destination;
+  std::size_t size;
+  std::uint64_t offset;
+  net_rmr_t rmr;
+  net_imm_data_t imm_data;
+  void* user_context;
+};
+
+sim_device_t::sim_device_t(world_t& world, detail::port_t* port)
+    : world_(world), port_(port), faults_on_(world.options().faults.any()) {
+  LCI_ASSERT(port_ != nullptr, "a device needs a port");
+  LCI_ASSERT(port_->open, "a device needs an open port");
+}
+
+sim_device_t::~sim_device_t() { world_.close_port(port_); }
+
+// ---- helpers ----
+
+void sim_device_t::begin_call(const char* what) {
+  scheduler_t::wait(what);  // a scheduling point; a no-op outside a simulation
+  if (world_.is_crashed(port_->rank)) throw rank_crashed_t(port_->rank);
+}
+
+void sim_device_t::note_progress() {
+  scheduler_t* scheduler = world_.scheduler();
+  if (scheduler != nullptr) scheduler->note_progress();
+}
+
+// Under the port lock.
+inline bool sim_device_t::draw(fault_kind_t kind) {
+  if (!faults_on_) return false;  // the common case: no draw at all
+  const double rate = world_.options().faults.rate(kind);
+  if (rate <= 0.0 || !port_->prng.chance(rate)) return false;
+  world_.count_fault(kind);
+  return true;
+}
+
+// Under the port lock: the faults any call may meet.
+sim_device_t::call_verdict_t sim_device_t::draw_call_faults() {
+  if (draw(fault_kind_t::rank_crash)) return call_verdict_t::crash;
+  if (draw(fault_kind_t::lock_busy)) return call_verdict_t::busy;
+  return call_verdict_t::go;
+}
+
+void sim_device_t::crash_self() {
+  world_.crash_rank(port_->rank);
+  throw rank_crashed_t(port_->rank);
+}
+
+void sim_device_t::check_target(const char* op, int rank, const void* buffer,
+                                std::size_t size, std::size_t size_max) const {
+  if (rank < 0 || rank >= world_.ranks_count()) {
+    throw std::invalid_argument(std::string(op) + ": rank " + std::to_string(rank) +
+                                " is not in [0, " + std::to_string(world_.ranks_count()) +
+                                ")");
+  }
+  if (size > size_max) {
+    throw std::invalid_argument(std::string(op) + ": size " + std::to_string(size) +
+                                " exceeds the limit " + std::to_string(size_max));
+  }
+  if (buffer == nullptr && size > 0) {
+    throw std::invalid_argument(std::string(op) + ": buffer is null for size " +
+                                std::to_string(size));
+  }
+}
+
+// Virtual time on the wire: latency + size / bandwidth + jitter + faults.
+std::uint64_t sim_device_t::draw_delay_locked(std::size_t size) {
+  const world_options_t& options = world_.options();
+  std::uint64_t delay = options.latency_ticks + size / options.bytes_per_tick;
+  if (options.jitter_ticks > 0) delay += port_->prng.uniform(options.jitter_ticks + 1);
+  if (draw(fault_kind_t::reorder)) {
+    delay += port_->prng.uniform(options.faults.reorder_ticks_max + 1);
+  }
+  if (draw(fault_kind_t::delay_spike)) delay += options.faults.delay_spike_ticks;
+  return delay;
+}
+
+// Under the port lock: reserve a packet and a completion slot, fill them.
+error_t sim_device_t::fill_packet_locked(const post_args_t& args, packet_t** packet_out,
+                                         std::uint64_t* delay_ticks) {
+  if (draw(fault_kind_t::send_queue_full)) return errorcode_t::retry_nomem;
+  if (port_->packets_free.empty()) return errorcode_t::retry_nomem;
+  if (!port_->cq_has_room()) return errorcode_t::retry_nomem;
+  packet_t* packet = port_->packets_free.back();
+  port_->packets_free.pop_back();
+  ++port_->cq_reserved;
+  packet->next = nullptr;
+  packet->kind = args.kind;
+  packet->signaled = args.signaled;
+  packet->device_index = port_->device_index;
+  packet->source_rank = port_->rank;
+  packet->target_rank = args.rank;
+  packet->size = args.size;
+  packet->payload = args.payload;
+  if (!args.signaled && args.size > 0) {  // "s" variant: the copy is the payload
+    LCI_ASSERT(args.size <= port_->attr.inject_size_max, "inject over inject_size_max");
+    std::memcpy(packet->inline_data, args.payload, args.size);
+    packet->payload = packet->inline_data;
+  }
+  packet->destination = args.destination;
+  packet->offset = args.offset;
+  packet->rmr = args.rmr;
+  packet->imm_data = args.imm_data;
+  packet->user_context = args.user_context;
+  packet->serial = world_.next_serial();
+  *delay_ticks = world_.mode() == world_mode_t::deterministic ? draw_delay_locked(args.size) : 0;
+  *packet_out = packet;
+  return errorcode_t::done;
+}
+
+void sim_device_t::unpost(packet_t* packet) {
+  util::spinlock_guard_t guard(port_->lock);
+  --port_->cq_reserved;
+  port_->packets_free.push_back(packet);
+}
+
+error_t sim_device_t::post_packet(const post_args_t& args) {
+  packet_t* packet = nullptr;
+  std::uint64_t delay_ticks = 0;
+  {
+    util::try_lock_guard_t guard(port_->lock);
+    if (!guard.owns_lock()) return errorcode_t::retry_lock;
+    const call_verdict_t verdict = draw_call_faults();
+    if (verdict == call_verdict_t::busy) return errorcode_t::retry_lock;
+    if (verdict == call_verdict_t::go) {
+      const error_t error = fill_packet_locked(args, &packet, &delay_ticks);
+      if (error.is_retry()) return error;
+    }
+  }
+  if (packet == nullptr) crash_self();
+  const error_t error = world_.launch(packet, delay_ticks);
+  if (error.is_retry()) {
+    unpost(packet);
+    return error;
+  }
+  note_progress();
+  return args.signaled ? errorcode_t::posted : errorcode_t::done;
+}
+
+// ---- posts ----
+
+error_t sim_device_t::post_recv(void* buffer, std::size_t size, net_mr_t, void* user_context) {
+  if (buffer == nullptr && size > 0) throw std::invalid_argument("post_recv: buffer is null");
+  begin_call("net post_recv");
+  bool pump = false;
+  call_verdict_t verdict;
+  {
+    util::try_lock_guard_t guard(port_->lock);
+    if (!guard.owns_lock()) return errorcode_t::retry_lock;
+    verdict = draw_call_faults();
+    if (verdict == call_verdict_t::busy) return errorcode_t::retry_lock;
+    if (verdict == call_verdict_t::go) {
+      if (port_->recvs.size() >= port_->attr.net_max_recvs) return errorcode_t::retry_nomem;
+      if (!port_->cq_has_room()) return errorcode_t::retry_nomem;
+      port_->recvs.push_back(detail::recv_slot_t{buffer, size, user_context});
+      ++port_->cq_reserved;
+      pump = port_->waiting_head != nullptr;
+    }
+  }
+  if (verdict == call_verdict_t::crash) crash_self();
+  if (pump) world_.pump_waiting(port_);
+  note_progress();
+  return errorcode_t::done;
+}
+
+error_t sim_device_t::post_sends(int rank, const void* buffer, std::size_t size,
+                                 net_imm_data_t imm_data) {
+  check_target("post_sends", rank, buffer, size, port_->attr.inject_size_max);
+  begin_call("net post_sends");
+  return post_packet({packet_kind_t::send, false, rank, buffer, nullptr, size, 0, {},
+                      imm_data, nullptr});
+}
+
+error_t sim_device_t::post_send(int rank, const void* buffer, std::size_t size, net_mr_t,
+                                net_imm_data_t imm_data, void* user_context) {
+  check_target("post_send", rank, buffer, size, port_->attr.max_msg_size);
+  begin_call("net post_send");
+  return post_packet({packet_kind_t::send, true, rank, buffer, nullptr, size, 0, {},
+                      imm_data, user_context});
+}
+
+error_t sim_device_t::post_puts(int rank, const void* buffer, std::size_t size,
+                                std::uint64_t offset, net_rmr_t rmr) {
+  check_target("post_puts", rank, buffer, size, port_->attr.inject_size_max);
+  begin_call("net post_puts");
+  return post_packet({packet_kind_t::put, false, rank, buffer, nullptr, size, offset, rmr,
+                      0, nullptr});
+}
+
+error_t sim_device_t::post_put(int rank, const void* buffer, std::size_t size, net_mr_t,
+                               std::uint64_t offset, net_rmr_t rmr, void* user_context) {
+  check_target("post_put", rank, buffer, size, port_->attr.max_msg_size);
+  begin_call("net post_put");
+  return post_packet({packet_kind_t::put, true, rank, buffer, nullptr, size, offset, rmr,
+                      0, user_context});
+}
+
+error_t sim_device_t::post_putImms(int rank, const void* buffer, std::size_t size,
+                                   std::uint64_t offset, net_rmr_t rmr,
+                                   net_imm_data_t imm_data) {
+  check_target("post_putImms", rank, buffer, size, port_->attr.inject_size_max);
+  begin_call("net post_putImms");
+  return post_packet({packet_kind_t::put_imm, false, rank, buffer, nullptr, size, offset,
+                      rmr, imm_data, nullptr});
+}
+
+error_t sim_device_t::post_putImm(int rank, const void* buffer, std::size_t size, net_mr_t,
+                                  std::uint64_t offset, net_rmr_t rmr,
+                                  net_imm_data_t imm_data, void* user_context) {
+  check_target("post_putImm", rank, buffer, size, port_->attr.max_msg_size);
+  begin_call("net post_putImm");
+  return post_packet({packet_kind_t::put_imm, true, rank, buffer, nullptr, size, offset,
+                      rmr, imm_data, user_context});
+}
+
+error_t sim_device_t::post_get(int rank, void* buffer, std::size_t size, net_mr_t,
+                               std::uint64_t offset, net_rmr_t rmr, void* user_context) {
+  check_target("post_get", rank, buffer, size, port_->attr.max_msg_size);
+  begin_call("net post_get");
+  return post_packet({packet_kind_t::get, true, rank, nullptr, buffer, size, offset, rmr,
+                      0, user_context});
+}
+
+// ---- completions ----
+
+std::size_t sim_device_t::poll_comp(net_status_t* statuses, std::size_t statuses_max) {
+  LCI_ASSERT(statuses != nullptr || statuses_max == 0, "poll_comp needs an array");
+  begin_call("net poll_comp");
+  if (world_.mode() == world_mode_t::concurrent) world_.drive_wire(port_->device_index);
+  std::size_t count = 0;
+  bool pump = false;
+  call_verdict_t verdict;
+  {
+    util::try_lock_guard_t guard(port_->lock);
+    if (!guard.owns_lock()) return 0;
+    verdict = draw_call_faults();
+    if (verdict == call_verdict_t::busy) return 0;
+    if (verdict == call_verdict_t::go) {
+      std::size_t limit = std::min(statuses_max, port_->cq_count);
+      if (limit > 0 && draw(fault_kind_t::cq_pressure)) limit = port_->prng.uniform(limit);
+      for (; count < limit; ++count) {
+        statuses[count] = port_->cq[port_->cq_head];
+        port_->cq_head = (port_->cq_head + 1) % port_->cq.size();
+        --port_->cq_count;
+      }
+      pump = port_->waiting_head != nullptr;
+    }
+  }
+  if (verdict == call_verdict_t::crash) crash_self();
+  if (pump) world_.pump_waiting(port_);
+  if (count > 0) note_progress();
+  return count;
+}
+
+// ---- memory registration ----
+
+error_t sim_device_t::register_memory(void* address, std::size_t size, net_mr_t* mr) {
+  if (mr == nullptr) throw std::invalid_argument("register_memory: mr is null");
+  if (address == nullptr || size == 0) {
+    throw std::invalid_argument("register_memory: empty region (address " +
+                                std::to_string(reinterpret_cast<std::uintptr_t>(address)) +
+                                ", size " + std::to_string(size) + ")");
+  }
+  *mr = net_mr_t{};
+  begin_call("net register_memory");
+  util::try_lock_guard_t guard(port_->lock);
+  if (!guard.owns_lock()) return errorcode_t::retry_lock;
+  if (draw(fault_kind_t::registration_failure)) return errorcode_t::retry_nomem;
+  auto& table = port_->registrations;
+  auto free_slot = std::find_if(table.begin(), table.end(),
+                                [](const detail::registration_t& r) { return !r.live; });
+  if (free_slot == table.end()) return errorcode_t::retry_nomem;  // registrations_max
+  free_slot->live = true;
+  free_slot->base = reinterpret_cast<std::uintptr_t>(address);
+  free_slot->size = size;
+  mr->base = address;
+  mr->size = size;
+  mr->opaque = &*free_slot;
+  note_progress();
+  return errorcode_t::done;
+}
+
+void sim_device_t::deregister_memory(net_mr_t* mr) {
+  if (mr == nullptr || mr->is_empty()) {
+    throw std::invalid_argument("deregister_memory: not a registration");
+  }
+  auto* registration = static_cast<detail::registration_t*>(mr->opaque);
+  {
+    util::spinlock_guard_t guard(port_->lock);
+    const auto& table = port_->registrations;
+    const bool ours = registration >= table.data() && registration < table.data() + table.size();
+    if (!ours || !registration->live) {
+      throw std::invalid_argument("deregister_memory: mr is not a live registration of "
+                                  "this device");
+    }
+    registration->live = false;
+    ++registration->generation;  // keys handed out so far are stale now
+  }
+  *mr = net_mr_t{};
+  note_progress();
+}
+
+// rkey = generation << 32 | (index + 1): 0 is never a valid key.
+net_rmr_t sim_device_t::get_rmr(net_mr_t mr) const {
+  if (mr.is_empty()) throw std::invalid_argument("get_rmr: empty mr");
+  auto* registration = static_cast<detail::registration_t*>(mr.opaque);
+  const auto& table = port_->registrations;
+  const auto index = static_cast<std::uint64_t>(registration - table.data());
+  LCI_ASSERT(index < table.size(), "get_rmr: mr of another device");
+  net_rmr_t rmr;
+  rmr.base = reinterpret_cast<std::uintptr_t>(mr.base);
+  rmr.rkey = static_cast<std::uint64_t>(registration->generation) << 32 | (index + 1);
+  return rmr;
+}
+
+}  // namespace lci::sim

@@ -1,0 +1,102 @@
+// sim_device_t: one simulated network device (backends/backend.hpp's
+// net_device_t) of one rank of a world_t (sim_world.hpp).
+//
+// Every method is a scheduling point in deterministic mode: it calls
+// scheduler_t::wait() first, outside any lock, so the seeded scheduler may run
+// another rank (or thread) there. wait(), not yield(): a call that changes
+// nothing (a poll that finds nothing, a post refused with retry) is not
+// progress, so ranks spinning on poll_comp still end as a reported deadlock;
+// a call that changes the world calls note_progress().
+//
+// Thread safety: every method may run concurrently; the port's spinlock is
+//                only try-locked on the posting/polling path (busy ->
+//                retry_lock, or 0 completions), as the contract says.
+// Blocking:      never (deregister_memory and the destructor take the port
+//                lock for a bounded critical section).
+// Ownership:     see backends/backend.hpp. "s" variants copy the payload (up
+//                to inject_size_max) and complete silently on success; a
+//                fault (protection, peer_crashed) on one is still reported as
+//                a completion with user_context == nullptr, since it is the
+//                only place the caller can learn of it.
+// Allocation:    none after construction (the port is built by the world).
+// Limits:        attr(): net_max_sends posts in flight (each also reserves a
+//                completion slot), net_max_recvs receives, net_max_cqes
+//                completions (posts and receives reserve; retry_nomem when
+//                full), max_msg_size, inject_size_max.
+//
+// Life cycle: alloc_device() -> open; destroying the handle closes the port:
+// posted receives are dropped, registrations revoked; messages that arrive
+// later wait there (reported as leftovers by world_t::describe_leftovers()).
+// A crashed rank's calls throw rank_crashed_t.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "backends/backend.hpp"
+#include "sim/sim_world.hpp"
+
+namespace lci::sim {
+
+class sim_device_t final : public backend::net_device_t {
+ public:
+  sim_device_t(world_t& world, detail::port_t* port);
+  ~sim_device_t() override;
+  sim_device_t(const sim_device_t&) = delete;
+  sim_device_t& operator=(const sim_device_t&) = delete;
+
+  const backend::net_device_attr_t& attr() const override { return port_->attr; }
+  int rank() const { return port_->rank; }
+  std::uint32_t device_index() const { return port_->device_index; }
+
+  [[nodiscard]] error_t post_recv(void* buffer, std::size_t size, backend::net_mr_t mr,
+                                  void* user_context) override;
+  [[nodiscard]] error_t post_sends(int rank, const void* buffer, std::size_t size,
+                                   backend::net_imm_data_t imm_data) override;
+  [[nodiscard]] error_t post_send(int rank, const void* buffer, std::size_t size,
+                                  backend::net_mr_t mr, backend::net_imm_data_t imm_data,
+                                  void* user_context) override;
+  [[nodiscard]] error_t post_puts(int rank, const void* buffer, std::size_t size,
+                                  std::uint64_t offset, backend::net_rmr_t rmr) override;
+  [[nodiscard]] error_t post_put(int rank, const void* buffer, std::size_t size,
+                                 backend::net_mr_t mr, std::uint64_t offset,
+                                 backend::net_rmr_t rmr, void* user_context) override;
+  [[nodiscard]] error_t post_putImms(int rank, const void* buffer, std::size_t size,
+                                     std::uint64_t offset, backend::net_rmr_t rmr,
+                                     backend::net_imm_data_t imm_data) override;
+  [[nodiscard]] error_t post_putImm(int rank, const void* buffer, std::size_t size,
+                                    backend::net_mr_t mr, std::uint64_t offset,
+                                    backend::net_rmr_t rmr, backend::net_imm_data_t imm_data,
+                                    void* user_context) override;
+  [[nodiscard]] error_t post_get(int rank, void* buffer, std::size_t size,
+                                 backend::net_mr_t mr, std::uint64_t offset,
+                                 backend::net_rmr_t rmr, void* user_context) override;
+  std::size_t poll_comp(backend::net_status_t* statuses, std::size_t statuses_max) override;
+  [[nodiscard]] error_t register_memory(void* address, std::size_t size,
+                                        backend::net_mr_t* mr) override;
+  void deregister_memory(backend::net_mr_t* mr) override;
+  backend::net_rmr_t get_rmr(backend::net_mr_t mr) const override;
+
+ private:
+  struct post_args_t;
+  enum class call_verdict_t : std::uint8_t { go, busy, crash };
+
+  void begin_call(const char* what);
+  call_verdict_t draw_call_faults();
+  bool draw(fault_kind_t kind);
+  void check_target(const char* op, int rank, const void* buffer, std::size_t size,
+                    std::size_t size_max) const;
+  [[nodiscard]] error_t post_packet(const post_args_t& args);
+  error_t fill_packet_locked(const post_args_t& args, detail::packet_t** packet,
+                             std::uint64_t* delay_ticks);
+  std::uint64_t draw_delay_locked(std::size_t size);
+  void unpost(detail::packet_t* packet);
+  [[noreturn]] void crash_self();
+  void note_progress();
+
+  world_t& world_;
+  detail::port_t* const port_;
+  const bool faults_on_;  // any fault rate > 0 (else draw() is skipped)
+};
+
+}  // namespace lci::sim

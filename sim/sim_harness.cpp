@@ -1,0 +1,288 @@
+#include "sim/sim_harness.hpp"
+
+#include <array>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <memory>
+#include <stdexcept>
+#include <thread>
+
+#include "lci/util/assert.hpp"
+#include "lci/util/spinlock.hpp"
+#include "sim/sim_context.hpp"
+
+namespace lci::sim {
+
+namespace {
+
+using row_t = std::array<std::byte, allgather_bytes_max>;
+
+class run_timeout_t : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+}  // namespace
+
+struct harness_state_t {
+  harness_state_t(const run_options_t& options_in, int ranks_count)
+      : options(options_in), world(options_in.world) {
+    arrived.assign(static_cast<std::size_t>(ranks_count), 0);
+    slots.resize(static_cast<std::size_t>(ranks_count));
+    published.resize(static_cast<std::size_t>(ranks_count));
+    for (int r = 0; r < ranks_count; ++r) {
+      contexts.push_back(std::make_unique<sim_context_t>(world, r));
+    }
+  }
+
+  // Under barrier_lock: releases the barrier once every live rank arrived.
+  void try_release_locked() {
+    const int ranks = world.ranks_count();
+    if (arrived_count + world.crashed_count() < ranks) return;
+    for (int r = 0; r < ranks; ++r) {
+      if (arrived[r] == 0 && !world.is_crashed(r)) return;
+    }
+    published = slots;
+    arrived.assign(arrived.size(), 0);
+    arrived_count = 0;
+    ++generation;
+    if (world.scheduler() != nullptr) world.scheduler()->note_progress();
+  }
+
+  void record_failure(const std::string& message) {
+    util::spinlock_guard_t guard(failure_lock);
+    if (failure.empty()) failure = message;
+  }
+
+  const run_options_t options;
+  world_t world;
+  std::vector<std::unique_ptr<sim_context_t>> contexts;
+  std::chrono::steady_clock::time_point deadline;  // concurrent mode
+  std::string world_snapshot;  // deterministic: the world when the run stopped
+
+  util::spinlock_t barrier_lock;
+  std::uint64_t generation = 0;
+  std::vector<std::uint8_t> arrived;
+  int arrived_count = 0;
+  std::vector<row_t> slots;
+  std::vector<row_t> published;
+
+  util::spinlock_t failure_lock;
+  std::string failure;  // the first failure (concurrent mode, or a thread)
+};
+
+run_options_t default_run_options(std::uint64_t seed, world_mode_t mode) {
+  run_options_t options;
+  options.world.seed = seed;
+  options.mode = mode;
+  apply_world_env(&options.world);
+  return options;
+}
+
+// ---- rank_env_t ----
+
+int rank_env_t::ranks_count() const { return state_->world.ranks_count(); }
+bool rank_env_t::deterministic() const {
+  return state_->world.mode() == world_mode_t::deterministic;
+}
+backend::net_context_t& rank_env_t::context() { return *state_->contexts[rank_]; }
+world_t& rank_env_t::world() { return state_->world; }
+
+void rank_env_t::wait(const char* what) {
+  state_->world.note_wait(rank_, what);
+  if (deterministic()) {
+    scheduler_t::wait(what);
+    return;
+  }
+  if (std::chrono::steady_clock::now() > state_->deadline) {
+    throw run_timeout_t("concurrent run passed concurrent_timeout_ms (rank " +
+                        std::to_string(rank_) + " waits for \"" + what + "\")");
+  }
+  std::this_thread::yield();
+}
+
+void rank_env_t::barrier() { allgather(nullptr, 0, nullptr); }
+
+void rank_env_t::allgather(const void* mine, std::size_t bytes, void* all) {
+  LCI_ASSERT(bytes <= allgather_bytes_max, "allgather: over allgather_bytes_max");
+  harness_state_t& s = *state_;
+  std::uint64_t generation;
+  {
+    util::spinlock_guard_t guard(s.barrier_lock);
+    LCI_ASSERT(s.arrived[rank_] == 0, "a rank entered the barrier twice");
+    if (bytes > 0) std::memcpy(s.slots[rank_].data(), mine, bytes);
+    s.arrived[rank_] = 1;
+    ++s.arrived_count;
+    generation = s.generation;
+    s.try_release_locked();
+  }
+  for (;;) {
+    {
+      util::spinlock_guard_t guard(s.barrier_lock);
+      if (s.generation == generation) s.try_release_locked();  // a peer may have crashed
+      if (s.generation != generation) {
+        for (std::size_t r = 0; r < s.published.size() && bytes > 0; ++r) {
+          std::memcpy(static_cast<std::byte*>(all) + r * bytes, s.published[r].data(), bytes);
+        }
+        return;
+      }
+    }
+    wait("barrier");
+  }
+}
+
+void rank_env_t::crash() {
+  state_->world.crash_rank(rank_);
+  throw rank_crashed_t(rank_);
+}
+
+void rank_env_t::run_threads(int threads_count, const std::function<void(int)>& body) {
+  LCI_ASSERT(threads_count >= 1, "run_threads needs a thread");
+  harness_state_t* state = state_;
+  if (!deterministic()) {
+    std::vector<std::thread> threads;
+    for (int t = 0; t < threads_count; ++t) {
+      threads.emplace_back([state, &body, t] {
+        try {
+          body(t);
+        } catch (const rank_crashed_t&) {  // the rank died: not a failure
+        } catch (const std::exception& error) {
+          state->record_failure(std::string("a thread threw: ") + error.what());
+        }
+      });
+    }
+    for (std::thread& thread : threads) thread.join();
+    return;
+  }
+  // Fibers may outlive this frame when the run is torn down: share by value.
+  auto remaining = std::make_shared<int>(threads_count);
+  auto shared_body = std::make_shared<std::function<void(int)>>(body);
+  scheduler_t* scheduler = scheduler_t::current();
+  LCI_ASSERT(scheduler != nullptr, "run_threads outside the simulation");
+  for (int t = 0; t < threads_count; ++t) {
+    scheduler->spawn("rank " + std::to_string(rank_) + " thread " + std::to_string(t),
+                     [remaining, shared_body, scheduler, t] {
+                       try {
+                         (*shared_body)(t);
+                       } catch (const rank_crashed_t&) {  // the rank died: not a failure
+                       }
+                       --*remaining;
+                       scheduler->note_progress();
+                     });
+  }
+  while (*remaining > 0) wait("this rank's threads");
+}
+
+// ---- run_ranks ----
+
+namespace {
+
+void run_body(harness_state_t& state, int rank, const std::function<void(rank_env_t&)>& body) {
+  rank_env_t env(&state, rank);
+  try {
+    body(env);
+  } catch (const rank_crashed_t&) {  // counted through world_t::is_crashed
+  }
+  state.world.note_wait(rank, "(returned)");
+}
+
+std::string mode_name(world_mode_t mode) {
+  return mode == world_mode_t::deterministic ? "deterministic" : "concurrent";
+}
+
+void run_deterministic(harness_state_t& state, const std::function<void(rank_env_t&)>& body,
+                       run_report_t* report) {
+  scheduler_options_t scheduler_options = state.options.scheduler;
+  scheduler_options.seed = state.options.world.seed;
+  scheduler_options.log_header = false;
+  scheduler_options.log_failure = false;
+  scheduler_t scheduler(scheduler_options);
+  state.world.attach_scheduler(&scheduler);
+  // Called when every fiber is quiet and when a failed run is described,
+  // both before teardown: the moment to photograph the world.
+  scheduler.set_in_flight_count_fn([&state] {
+    state.world_snapshot = state.world.describe_ranks();
+    return state.world.wire_count();
+  });
+  for (int r = 0; r < state.world.ranks_count(); ++r) {
+    scheduler.spawn("rank " + std::to_string(r), [&state, &body, r] { run_body(state, r, body); });
+  }
+  const run_result_t result = scheduler.run();
+  report->kind = result.kind;
+  report->trace_hash = result.trace_hash;
+  report->steps_count = result.steps_count;
+  report->ticks = result.ticks;
+  report->replay = result.replay;
+  if (!result.ok()) {
+    report->report = result.report + "  network state per rank:\n" + state.world_snapshot;
+  }
+}
+
+void run_concurrent(harness_state_t& state, const std::function<void(rank_env_t&)>& body,
+                    run_report_t* report) {
+  state.deadline = std::chrono::steady_clock::now() +
+                   std::chrono::milliseconds(state.options.concurrent_timeout_ms);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < state.world.ranks_count(); ++r) {
+    threads.emplace_back([&state, &body, r] {
+      try {
+        run_body(state, r, body);
+      } catch (const std::exception& error) {
+        state.record_failure("rank " + std::to_string(r) + " threw: " + error.what());
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  if (!state.failure.empty()) {
+    report->report = "lci sim: concurrent run failed (seed " +
+                     std::to_string(state.options.world.seed) + ")\n  " + state.failure +
+                     "\n  network state per rank:\n" + state.world.describe_ranks();
+  }
+}
+
+}  // namespace
+
+run_report_t run_ranks(int ranks_count, const run_options_t& options_in,
+                       const std::function<void(rank_env_t&)>& body) {
+  run_options_t options = options_in;
+  options.world.ranks_count = ranks_count;
+  run_report_t report;
+  report.mode = options.mode;
+  report.seed = options.world.seed;
+  if (options.log) {
+    std::fprintf(stderr, "%s mode=%s\n", describe_world_options(options.world).c_str(),
+                 mode_name(options.mode).c_str());
+  }
+  auto state = std::make_unique<harness_state_t>(options, ranks_count);
+  if (options.mode == world_mode_t::deterministic) {
+    run_deterministic(*state, body, &report);
+  } else {
+    run_concurrent(*state, body, &report);
+  }
+  if (report.report.empty() && options.check_leftovers) {
+    const std::string leftovers = state->world.describe_leftovers();
+    if (!leftovers.empty()) {
+      report.report = "lci sim: the run ended with work left in the network (seed " +
+                      std::to_string(report.seed) + ")\n" + leftovers;
+    }
+  }
+  for (int r = 0; r < ranks_count; ++r) {
+    if (state->world.is_crashed(r)) report.crashed_ranks.push_back(r);
+  }
+  for (std::size_t k = 0; k < fault_kinds_count; ++k) {
+    report.faults_injected[k] = state->world.faults_injected(static_cast<fault_kind_t>(k));
+  }
+  report.deliveries_count = state->world.deliveries_count();
+  report.ok = report.report.empty();
+  if (!report.ok) {
+    if (!report.replay.empty() && report.report.find(report.replay) == std::string::npos) {
+      report.report += "  replay: " + report.replay + "\n";
+    }
+    if (options.log) std::fprintf(stderr, "%s", report.report.c_str());
+  }
+  return report;
+}
+
+}  // namespace lci::sim

@@ -1,0 +1,116 @@
+// run_ranks(): write a multi-rank test once, run it on a simulated world in
+// deterministic mode (every rank, and every thread a rank starts, a fiber of
+// one seeded scheduler_t) or in concurrent mode (real OS threads).
+//
+//   lci::sim::run_options_t options = lci::sim::default_run_options(seed);
+//   lci::sim::run_report_t report = lci::sim::run_ranks(4, options,
+//       [](lci::sim::rank_env_t& env) {
+//         auto device = env.context().alloc_device({});
+//         ... post, then `while (!done) { device->poll_comp(...); env.wait("x"); }`
+//       });
+//   EXPECT_TRUE(report.ok) << report.report;   // names seed + replay line
+//
+// A run is ok when every rank returned (or crashed, see rank_env_t::crash),
+// nothing threw, and — unless check_leftovers is off — nothing is left in
+// the network (ops not completed, messages not received, completions not
+// polled). Deadlock (deterministic mode) reports every fiber's wait and
+// every rank's network state; concurrent mode has a wall-clock timeout that
+// reports the same instead of hanging.
+//
+// Thread safety: run_ranks() may run concurrently with other run_ranks()
+//                calls on other threads (each has its own world). A
+//                rank_env_t belongs to its rank: barrier()/allgather() by
+//                one thread of the rank at a time; wait()/yield() from any.
+// Blocking:      run_ranks() blocks until the run ends (bounded by the
+//                scheduler's steps_max/ticks_max or concurrent_timeout_ms).
+// Allocation:    per run: the world, contexts, fibers or threads.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "backends/backend.hpp"
+#include "sim/sim_faults.hpp"
+#include "sim/sim_scheduler.hpp"
+#include "sim/sim_world.hpp"
+
+namespace lci::sim {
+
+inline constexpr std::size_t allgather_bytes_max = 64;
+
+// Deadlock verdict: backend calls are wait() points (sim_device.hpp), so a
+// rank making a bounded burst of calls that change nothing (polling a few
+// times to drain) looks quiet; the harness gives each fiber this many such
+// waits before a verdict (the scheduler's default is 4).
+inline constexpr std::uint32_t harness_quiet_waits_min = 64;
+
+inline scheduler_options_t harness_scheduler_options() {
+  scheduler_options_t options;
+  options.quiet_waits_min = harness_quiet_waits_min;
+  return options;
+}
+
+struct run_options_t {
+  world_options_t world;  // world.seed is the run's seed; ranks_count is set by run_ranks
+  world_mode_t mode = world_mode_t::deterministic;
+  scheduler_options_t scheduler = harness_scheduler_options();  // seed: world.seed
+  bool check_leftovers = true;
+  std::uint64_t concurrent_timeout_ms = 20000;
+  bool log = true;  // print the world's parameters first and failures to stderr
+};
+
+// world.seed = seed, environment applied (LCI_SIM_FAULT_*, LCI_SIM_TRACE).
+run_options_t default_run_options(std::uint64_t seed,
+                                  world_mode_t mode = world_mode_t::deterministic);
+
+struct run_report_t {
+  bool ok = false;
+  world_mode_t mode = world_mode_t::deterministic;
+  std::uint64_t seed = 0;
+  run_result_t::kind_t kind = run_result_t::kind_t::finished;  // deterministic mode
+  std::uint64_t trace_hash = 0;  // deterministic mode: equal seeds, equal hashes
+  std::uint64_t steps_count = 0;
+  std::uint64_t ticks = 0;
+  std::vector<int> crashed_ranks;
+  std::uint64_t faults_injected[fault_kinds_count] = {};
+  std::uint64_t deliveries_count = 0;
+  std::string report;  // "" when ok; else the cause, seed, world state, replay line
+  std::string replay;  // LCI_SIM_SEED=<seed> <command> (deterministic mode)
+};
+
+struct harness_state_t;
+
+class rank_env_t {
+ public:
+  rank_env_t(harness_state_t* state, int rank) : state_(state), rank_(rank) {}
+  int rank() const { return rank_; }
+  int ranks_count() const;
+  bool deterministic() const;
+  backend::net_context_t& context();
+  world_t& world();
+
+  // A scheduling point while waiting for `what` (a literal; deadlock and
+  // timeout reports show it). Concurrent mode: an OS yield and a timeout check.
+  void wait(const char* what);
+  // All live ranks meet (out of band, not through the network).
+  void barrier();
+  // Out-of-band allgather: all[r * bytes ...] gets rank r's `mine`.
+  void allgather(const void* mine, std::size_t bytes, void* all);
+  // Runs body(0..threads_count-1) as fibers (deterministic) or OS threads
+  // (concurrent) of this rank and returns when all have returned.
+  void run_threads(int threads_count, const std::function<void(int)>& body);
+  // Crashes this rank: peers see peer_crashed; throws rank_crashed_t.
+  [[noreturn]] void crash();
+
+ private:
+  harness_state_t* state_;
+  int rank_;
+};
+
+run_report_t run_ranks(int ranks_count, const run_options_t& options,
+                       const std::function<void(rank_env_t&)>& body);
+
+}  // namespace lci::sim

@@ -1,0 +1,601 @@
+#include "sim/sim_world.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <utility>
+
+#include "lci/util/assert.hpp"
+#include "lci/util/try_lock.hpp"
+#include "sim/sim_scheduler.hpp"
+
+namespace lci::sim {
+
+using backend::net_fault_t;
+using backend::net_opcode_t;
+using backend::net_status_t;
+using detail::packet_kind_t;
+using detail::packet_t;
+using detail::port_t;
+
+namespace {
+
+// A concurrent-mode poll delivers at most this many packets at once.
+constexpr std::size_t deliveries_per_poll_limit = 64;
+// Ranks listed one per line in describe_ranks().
+constexpr int report_ranks_max = 64;
+// PRNG streams (prng_t::fork); the scheduler uses stream 0.
+constexpr std::uint64_t stream_port_base = 1ull << 32;
+constexpr std::uint64_t stream_wire_base = 2ull << 32;
+
+net_opcode_t local_opcode(packet_kind_t kind) {
+  switch (kind) {
+    case packet_kind_t::send: return net_opcode_t::send;
+    case packet_kind_t::put:
+    case packet_kind_t::put_imm: return net_opcode_t::write;
+    case packet_kind_t::get: return net_opcode_t::read;
+  }
+  return net_opcode_t::send;
+}
+
+const char* kind_name(packet_kind_t kind) {
+  switch (kind) {
+    case packet_kind_t::send: return "send";
+    case packet_kind_t::put: return "put";
+    case packet_kind_t::put_imm: return "putImm";
+    case packet_kind_t::get: return "get";
+  }
+  return "?";
+}
+
+}  // namespace
+
+rank_crashed_t::rank_crashed_t(int rank)
+    : std::runtime_error("simulated rank " + std::to_string(rank) + " crashed"),
+      rank_(rank) {}
+
+void apply_world_env(world_options_t* options) {
+  LCI_ASSERT(options != nullptr, "apply_world_env needs options");
+  apply_fault_env(&options->faults);
+  const char* trace = std::getenv("LCI_SIM_TRACE");
+  if (trace != nullptr && *trace != '\0' && std::strcmp(trace, "0") != 0) {
+    options->trace_events = true;
+  }
+}
+
+std::string describe_world_options(const world_options_t& o) {
+  char line[512];
+  std::snprintf(line, sizeof(line),
+                "lci sim world: seed=%llu ranks=%d latency_ticks=%llu jitter_ticks=%llu "
+                "bytes_per_tick=%llu net_max_sends=%zu net_max_recvs=%zu net_max_cqes=%zu "
+                "inject_size_max=%zu registrations_max=%zu faults: ",
+                static_cast<unsigned long long>(o.seed), o.ranks_count,
+                static_cast<unsigned long long>(o.latency_ticks),
+                static_cast<unsigned long long>(o.jitter_ticks),
+                static_cast<unsigned long long>(o.bytes_per_tick), o.net_max_sends,
+                o.net_max_recvs, o.net_max_cqes, o.inject_size_max, o.registrations_max);
+  return line + describe_faults(o.faults);
+}
+
+// ---- port_t ----
+
+namespace detail {
+
+port_t::port_t(int rank_, std::uint32_t device_index_, const backend::net_device_attr_t& attr_,
+               std::size_t registrations_max, prng_t prng_)
+    : rank(rank_), device_index(device_index_), attr(attr_), prng(prng_) {
+  LCI_ASSERT(attr.net_max_sends > 0, "a port needs a send queue");
+  LCI_ASSERT(attr.net_max_cqes > 0, "a port needs a completion queue");
+  packets.resize(attr.net_max_sends);
+  packets_free.reserve(attr.net_max_sends);
+  inline_arena.resize(attr.net_max_sends * attr.inject_size_max);
+  for (std::size_t i = 0; i < packets.size(); ++i) {
+    packets[i].origin = this;
+    packets[i].inline_data = inline_arena.data() + i * attr.inject_size_max;
+    packets_free.push_back(&packets[attr.net_max_sends - 1 - i]);
+  }
+  recvs.reserve(attr.net_max_recvs);
+  cq.resize(attr.net_max_cqes);
+  registrations.resize(registrations_max);
+}
+
+void port_t::cq_push(const net_status_t& status) {
+  LCI_ASSERT(cq_count < cq.size(), "completion queue overflow (slot not reserved)");
+  cq[(cq_head + cq_count) % cq.size()] = status;
+  ++cq_count;
+}
+
+void port_t::waiting_push(packet_t* packet) {
+  LCI_ASSERT(packet->next == nullptr, "a packet is in two lists");
+  if (waiting_tail == nullptr) {
+    waiting_head = packet;
+  } else {
+    waiting_tail->next = packet;
+  }
+  waiting_tail = packet;
+  ++waiting_count;
+}
+
+packet_t* port_t::waiting_detach() {
+  packet_t* list = waiting_head;
+  waiting_head = nullptr;
+  waiting_tail = nullptr;
+  waiting_count = 0;
+  return list;
+}
+
+}  // namespace detail
+
+// ---- world_t ----
+
+struct world_t::port_slot_t {
+  util::atomic<port_t*> port{nullptr};
+  std::unique_ptr<port_t> owned;  // under lock_
+  packet_t* early_head = nullptr;  // arrived before the device was allocated
+  packet_t* early_tail = nullptr;
+};
+
+struct world_t::wire_t {
+  util::spinlock_t lock;
+  std::vector<packet_t*> packets;  // capacity grows at open_port only
+  prng_t prng{0};
+};
+
+world_t::world_t(const world_options_t& options) : options_(options) {
+  LCI_ASSERT(options_.ranks_count >= 1, "a world needs at least one rank");
+  LCI_ASSERT(options_.ranks_count <= ranks_count_max, "ranks_count over ranks_count_max");
+  LCI_ASSERT(options_.devices_per_rank_max >= 1, "devices_per_rank_max must be >= 1");
+  LCI_ASSERT(options_.bytes_per_tick >= 1, "bytes_per_tick must be >= 1");
+  const std::size_t ranks = static_cast<std::size_t>(options_.ranks_count);
+  slots_.reset(new port_slot_t[ranks * options_.devices_per_rank_max]);
+  wires_.reset(new wire_t[options_.devices_per_rank_max]);
+  for (std::size_t k = 0; k < options_.devices_per_rank_max; ++k) {
+    wires_[k].prng = prng_t(options_.seed).fork(stream_wire_base + k);
+  }
+  crashed_.reset(new util::atomic<bool>[ranks]);
+  waiting_for_.reset(new util::atomic<const char*>[ranks]);
+  for (std::size_t r = 0; r < ranks; ++r) {
+    crashed_[r].store(false, util::mo_relaxed);  // relaxed: before sharing
+    waiting_for_[r].store(nullptr, util::mo_relaxed);  // relaxed: before sharing
+  }
+}
+
+world_t::~world_t() = default;
+
+void world_t::attach_scheduler(scheduler_t* scheduler) {
+  LCI_ASSERT(scheduler != nullptr, "attach_scheduler needs a scheduler");
+  LCI_ASSERT(scheduler->seed() == options_.seed, "scheduler and world seeds differ");
+  scheduler_ = scheduler;
+}
+
+world_t::port_slot_t& world_t::slot(int rank, std::uint32_t device_index) const {
+  LCI_ASSERT(rank >= 0 && rank < options_.ranks_count, "rank out of range");
+  LCI_ASSERT(device_index < options_.devices_per_rank_max, "device index out of range");
+  return slots_[device_index * static_cast<std::size_t>(options_.ranks_count) +
+                static_cast<std::size_t>(rank)];
+}
+
+port_t* world_t::find_port(int rank, std::uint32_t device_index) {
+  // acquire: pairs with the release in open_port() [P]: the port is built.
+  return slot(rank, device_index).port.load(util::mo_acquire);
+}
+
+port_t* world_t::open_port(int rank, std::uint32_t device_index,
+                           const backend::net_device_attr_t& attr) {
+  const prng_t prng = prng_t(options_.seed)
+                          .fork(stream_port_base + device_index * ranks_count_max +
+                                static_cast<std::uint64_t>(rank));
+  auto port = std::make_unique<port_t>(rank, device_index, attr,
+                                       options_.registrations_max, prng);
+  {
+    util::spinlock_guard_t wire_guard(wires_[device_index].lock);
+    auto& packets = wires_[device_index].packets;
+    packets.reserve(packets.capacity() + attr.net_max_sends);
+  }
+  port_t* raw = port.get();
+  util::spinlock_guard_t guard(lock_);
+  port_slot_t& target = slot(rank, device_index);
+  LCI_ASSERT(target.owned == nullptr, "a device index was opened twice");
+  for (packet_t* early = target.early_head; early != nullptr;) {
+    packet_t* next = early->next;
+    early->next = nullptr;
+    raw->waiting_push(early);  // not shared yet: no port lock needed
+    early = next;
+  }
+  target.early_head = target.early_tail = nullptr;
+  target.owned = std::move(port);
+  target.port.store(raw, util::mo_release);  // release: pairs with [P] in find_port()
+  return raw;
+}
+
+void world_t::close_port(port_t* port) {
+  LCI_ASSERT(port != nullptr, "close_port needs a port");
+  util::spinlock_guard_t guard(port->lock);
+  LCI_ASSERT(port->open, "a device was closed twice");
+  port->open = false;
+  LCI_ASSERT(port->cq_reserved >= port->recvs.size(), "receive reservations lost");
+  port->cq_reserved -= port->recvs.size();
+  port->recvs.clear();
+  for (detail::registration_t& registration : port->registrations) {
+    if (registration.live) ++registration.generation;
+    registration.live = false;
+  }
+}
+
+void world_t::crash_rank(int rank) {
+  LCI_ASSERT(rank >= 0 && rank < options_.ranks_count, "crash_rank: rank out of range");
+  packet_t* early = nullptr;
+  {
+    util::spinlock_guard_t guard(lock_);
+    if (is_crashed(rank)) return;
+    crashed_[rank].store(true, util::mo_release);  // release: pairs with is_crashed()
+    crashed_count_.fetch_add(1, util::mo_relaxed);  // relaxed: a statistic
+    for (std::uint32_t k = 0; k < options_.devices_per_rank_max; ++k) {
+      port_slot_t& s = slot(rank, k);
+      if (s.early_tail != nullptr) {
+        s.early_tail->next = early;
+        early = s.early_head;
+        s.early_head = s.early_tail = nullptr;
+      }
+    }
+  }
+  if (options_.trace_events) std::fprintf(stderr, "lci sim: rank %d crashed\n", rank);
+  if (scheduler_ != nullptr) scheduler_->trace(0xC0A5ull << 32 | static_cast<std::uint32_t>(rank));
+  for (std::uint32_t k = 0; k < options_.devices_per_rank_max; ++k) {
+    port_t* port = find_port(rank, k);
+    if (port == nullptr) continue;
+    packet_t* waiting;
+    {
+      util::spinlock_guard_t guard(port->lock);
+      port->crashed = true;
+      port->cq_reserved -= port->recvs.size();
+      port->recvs.clear();
+      port->cq_count = 0;  // its completions die with it
+      waiting = port->waiting_detach();
+    }
+    fail_packets(waiting, rank);
+  }
+  fail_packets(early, rank);
+  if (scheduler_ != nullptr) scheduler_->note_progress();
+}
+
+bool world_t::is_crashed(int rank) const {
+  // acquire: pairs with the release in crash_rank().
+  return crashed_[rank].load(util::mo_acquire);
+}
+
+int world_t::crashed_count() const {
+  return crashed_count_.load(util::mo_relaxed);  // relaxed: a statistic
+}
+
+void world_t::note_wait(int rank, const char* what) {
+  // relaxed: a label for reports only; literals need no publication.
+  waiting_for_[rank].store(what, util::mo_relaxed);
+}
+
+void world_t::fail_packets(packet_t* list, int crashed_rank) {
+  while (list != nullptr) {
+    packet_t* packet = list;
+    list = list->next;
+    packet->next = nullptr;
+    net_status_t local;
+    local.opcode = local_opcode(packet->kind);
+    local.fault = net_fault_t::peer_crashed;
+    local.rank = crashed_rank;
+    local.user_context = packet->user_context;
+    local.length = packet->size;
+    complete_local(packet, local);
+  }
+}
+
+std::uint64_t world_t::next_serial() {
+  return serial_.fetch_add(1, util::mo_relaxed);  // relaxed: a unique number only
+}
+
+void world_t::count_fault(fault_kind_t kind) {
+  faults_[static_cast<std::size_t>(kind)].fetch_add(1, util::mo_relaxed);  // relaxed: a statistic
+  if (scheduler_ != nullptr) scheduler_->trace(0xFA017ull << 32 | static_cast<std::uint64_t>(kind));
+}
+
+std::uint64_t world_t::faults_injected(fault_kind_t kind) const {
+  return faults_[static_cast<std::size_t>(kind)].load(util::mo_relaxed);  // relaxed: a statistic
+}
+
+std::uint64_t world_t::deliveries_count() const {
+  return deliveries_.load(util::mo_relaxed);  // relaxed: a statistic
+}
+
+std::size_t world_t::wire_count() const {
+  return static_cast<std::size_t>(in_wire_.load(util::mo_relaxed));  // relaxed: a statistic
+}
+
+void world_t::trace_event(char what, const packet_t& packet, net_fault_t fault) {
+  if (scheduler_ != nullptr) {
+    const std::uint64_t word = static_cast<std::uint64_t>(what) << 56 ^
+                               static_cast<std::uint64_t>(packet.source_rank) << 40 ^
+                               static_cast<std::uint64_t>(packet.target_rank) << 24 ^
+                               static_cast<std::uint64_t>(packet.kind) << 20 ^
+                               static_cast<std::uint64_t>(fault) << 16 ^ packet.size;
+    scheduler_->trace(word);
+    scheduler_->trace(packet.serial ^ static_cast<std::uint64_t>(packet.imm_data) << 32);
+  }
+  if (!options_.trace_events) return;
+  const unsigned long long tick =
+      scheduler_ != nullptr ? static_cast<unsigned long long>(scheduler_->now_ticks()) : 0;
+  std::fprintf(stderr, "lci sim: tick %llu %c #%llu %s %d->%d dev %u size %zu imm %u%s\n",
+               tick, what, static_cast<unsigned long long>(packet.serial),
+               kind_name(packet.kind), packet.source_rank, packet.target_rank,
+               packet.device_index, packet.size, packet.imm_data,
+               fault == net_fault_t::protection     ? " FAULT protection"
+               : fault == net_fault_t::peer_crashed ? " FAULT peer_crashed"
+                                                    : "");
+}
+
+// ---- the wire ----
+
+error_t world_t::launch(packet_t* packet, std::uint64_t delay_ticks) {
+  LCI_ASSERT(packet->next == nullptr, "launching a packet that is in a list");
+  trace_event('P', *packet, net_fault_t::none);
+  if (scheduler_ != nullptr) {
+    const error_t error =
+        scheduler_->schedule_after(delay_ticks, [this, packet] {
+          in_wire_.fetch_sub(1, util::mo_relaxed);  // relaxed: a statistic
+          deliver(packet);
+        });
+    if (error.is_retry()) return error;
+  } else {
+    wire_t& wire = wires_[packet->device_index];
+    util::spinlock_guard_t guard(wire.lock);
+    LCI_ASSERT(wire.packets.size() < wire.packets.capacity(), "wire capacity not reserved");
+    wire.packets.push_back(packet);
+  }
+  in_wire_.fetch_add(1, util::mo_relaxed);  // relaxed: a statistic
+  return errorcode_t::done;
+}
+
+std::size_t world_t::drive_wire(std::uint32_t device_index) {
+  LCI_ASSERT(scheduler_ == nullptr, "drive_wire is for concurrent mode");
+  wire_t& wire = wires_[device_index];
+  packet_t* picked[deliveries_per_poll_limit];
+  std::size_t picked_count = 0;
+  {
+    util::try_lock_guard_t guard(wire.lock);
+    if (!guard.owns_lock()) return 0;  // another poller is moving this wire
+    const std::size_t count_max =
+        std::min(options_.deliveries_per_poll_max, deliveries_per_poll_limit);
+    while (picked_count < count_max && !wire.packets.empty()) {
+      // A random pick reorders messages, as the contract allows.
+      const std::size_t index = wire.prng.uniform(wire.packets.size());
+      picked[picked_count++] = wire.packets[index];
+      wire.packets[index] = wire.packets.back();
+      wire.packets.pop_back();
+    }
+  }
+  for (std::size_t i = 0; i < picked_count; ++i) {
+    in_wire_.fetch_sub(1, util::mo_relaxed);  // relaxed: a statistic
+    deliver(picked[i]);
+  }
+  return picked_count;
+}
+
+void world_t::pump_waiting(port_t* port) {
+  packet_t* list;
+  {
+    util::spinlock_guard_t guard(port->lock);
+    list = port->waiting_detach();
+  }
+  // Each detached packet is tried once; one that waits again joins a new list.
+  while (list != nullptr) {
+    packet_t* packet = list;
+    list = list->next;
+    packet->next = nullptr;
+    deliver(packet);
+  }
+}
+
+// ---- delivery ----
+
+void world_t::deliver(packet_t* packet) {
+  LCI_ASSERT(packet->next == nullptr, "delivering a packet that is in a list");
+  if (is_crashed(packet->source_rank)) {
+    release_dropped(packet);  // nobody is left to complete it to
+    return;
+  }
+  net_status_t local;
+  local.opcode = local_opcode(packet->kind);
+  local.rank = packet->target_rank;
+  local.user_context = packet->user_context;
+  local.length = packet->size;
+  if (is_crashed(packet->target_rank)) {
+    local.fault = net_fault_t::peer_crashed;
+    complete_local(packet, local);
+    return;
+  }
+  port_t* target = find_port(packet->target_rank, packet->device_index);
+  if (target == nullptr) {
+    util::spinlock_guard_t guard(lock_);
+    target = find_port(packet->target_rank, packet->device_index);
+    if (target == nullptr) {  // held until the device is allocated there
+      port_slot_t& s = slot(packet->target_rank, packet->device_index);
+      if (s.early_tail == nullptr) {
+        s.early_head = packet;
+      } else {
+        s.early_tail->next = packet;
+      }
+      s.early_tail = packet;
+      return;
+    }
+  }
+  if (!deliver_at_target(*target, *packet, &local)) return;  // waits there
+  deliveries_.fetch_add(1, util::mo_relaxed);  // relaxed: a statistic
+  complete_local(packet, local);
+}
+
+// Returns false when the packet must wait at the target (queued there).
+bool world_t::deliver_at_target(port_t& target, packet_t& packet, net_status_t* local) {
+  util::spinlock_guard_t guard(target.lock);
+  if (target.crashed) {
+    local->fault = net_fault_t::peer_crashed;
+    return true;
+  }
+  const bool delivered = packet.kind == packet_kind_t::send
+                             ? deliver_send(target, packet)
+                             : deliver_rma(target, packet, local);
+  if (!delivered) {
+    target.waiting_push(&packet);
+    trace_event('W', packet, net_fault_t::none);
+  }
+  return delivered;
+}
+
+bool world_t::deliver_send(port_t& target, packet_t& packet) {
+  const double no_buffer_rate = options_.faults.rate(fault_kind_t::no_recv_buffer);
+  if (no_buffer_rate > 0.0 && target.prng.chance(no_buffer_rate)) {
+    count_fault(fault_kind_t::no_recv_buffer);
+    return false;
+  }
+  std::size_t index = 0;
+  while (index < target.recvs.size() && target.recvs[index].size < packet.size) ++index;
+  if (index == target.recvs.size()) return false;  // no (fitting) buffer: RNR
+  const detail::recv_slot_t recv = target.recvs[index];
+  target.recvs.erase(target.recvs.begin() + static_cast<std::ptrdiff_t>(index));
+  if (packet.size > 0) std::memcpy(recv.buffer, packet.payload, packet.size);
+  net_status_t status;
+  status.opcode = net_opcode_t::recv;
+  status.rank = packet.source_rank;
+  status.user_context = recv.user_context;
+  status.buffer = recv.buffer;
+  status.length = packet.size;
+  status.imm_data = packet.imm_data;
+  LCI_ASSERT(target.cq_reserved > 0, "a posted receive had no completion slot");
+  --target.cq_reserved;
+  target.cq_push(status);
+  trace_event('R', packet, net_fault_t::none);
+  return true;
+}
+
+// Checks the key and bounds at the target, as a NIC does; a refused access
+// completes the initiator with a protection fault and touches nothing.
+bool world_t::deliver_rma(port_t& target, packet_t& packet, net_status_t* local) {
+  const std::uint64_t index = (packet.rmr.rkey & 0xFFFFFFFFull) - 1;
+  const auto generation = static_cast<std::uint32_t>(packet.rmr.rkey >> 32);
+  const std::uintptr_t address = packet.rmr.base + packet.offset;
+  bool allowed = index < target.registrations.size() && packet.offset <= ~std::uintptr_t{0} - packet.rmr.base;
+  if (allowed) {
+    const detail::registration_t& registration = target.registrations[index];
+    allowed = registration.live && registration.generation == generation &&
+              address >= registration.base &&
+              packet.size <= registration.size &&
+              address - registration.base <= registration.size - packet.size;
+  }
+  if (!allowed) {
+    local->fault = net_fault_t::protection;
+    local->fault_address = address;
+    trace_event('X', packet, net_fault_t::protection);
+    return true;
+  }
+  if (packet.kind == packet_kind_t::put_imm && !target.cq_has_room()) return false;
+  void* memory = reinterpret_cast<void*>(address);
+  if (packet.size > 0) {
+    if (packet.kind == packet_kind_t::get) {
+      std::memcpy(packet.destination, memory, packet.size);
+    } else {
+      std::memcpy(memory, packet.payload, packet.size);
+    }
+  }
+  if (packet.kind == packet_kind_t::put_imm) {
+    net_status_t status;
+    status.opcode = net_opcode_t::remote_write;
+    status.rank = packet.source_rank;
+    status.buffer = memory;
+    status.length = packet.size;
+    status.imm_data = packet.imm_data;
+    target.cq_push(status);
+  }
+  trace_event('D', packet, net_fault_t::none);
+  return true;
+}
+
+// The initiator's side: its reserved completion slot is used (signalled op
+// or a fault) or released, and the packet goes home.
+void world_t::complete_local(packet_t* packet, const net_status_t& local) {
+  port_t& origin = *packet->origin;
+  util::spinlock_guard_t guard(origin.lock);
+  LCI_ASSERT(origin.cq_reserved > 0, "a post had no completion slot reserved");
+  --origin.cq_reserved;
+  const bool report = packet->signaled || local.fault != net_fault_t::none;
+  if (report && !origin.crashed) {
+    origin.cq_push(local);  // an "s" variant's user_context is nullptr
+  }
+  if (local.fault != net_fault_t::none) trace_event('F', *packet, local.fault);
+  LCI_ASSERT(origin.packets_free.size() < origin.packets.size(), "packet returned twice");
+  origin.packets_free.push_back(packet);
+}
+
+void world_t::release_dropped(packet_t* packet) {
+  port_t& origin = *packet->origin;
+  util::spinlock_guard_t guard(origin.lock);
+  LCI_ASSERT(origin.cq_reserved > 0, "a post had no completion slot reserved");
+  --origin.cq_reserved;
+  trace_event('Z', *packet, net_fault_t::peer_crashed);
+  origin.packets_free.push_back(packet);
+}
+
+// ---- reports ----
+
+std::string world_t::describe_ranks() const {
+  std::string text;
+  for (int rank = 0; rank < options_.ranks_count; ++rank) {
+    if (rank == report_ranks_max) {
+      text += "  ... (" + std::to_string(options_.ranks_count - rank) + " more ranks)\n";
+      break;
+    }
+    // relaxed: a label for reports (see note_wait()).
+    const char* what = waiting_for_[rank].load(util::mo_relaxed);
+    text += "  rank " + std::to_string(rank) + (is_crashed(rank) ? " (crashed)" : "") +
+            ": waits for \"" + (what != nullptr ? what : "-") + "\"";
+    for (std::uint32_t k = 0; k < options_.devices_per_rank_max; ++k) {
+      port_t* port = const_cast<world_t*>(this)->find_port(rank, k);
+      if (port == nullptr) continue;
+      util::spinlock_guard_t guard(port->lock);
+      text += "; device " + std::to_string(k) + (port->open ? "" : " (freed)") +
+              ": recvs posted " + std::to_string(port->recvs.size()) + ", ops in flight " +
+              std::to_string(port->packets_in_flight()) + ", messages waiting here " +
+              std::to_string(port->waiting_count) + ", completions unpolled " +
+              std::to_string(port->cq_count);
+    }
+    text += "\n";
+  }
+  return text;
+}
+
+std::string world_t::describe_leftovers() const {
+  std::string text;
+  for (int rank = 0; rank < options_.ranks_count; ++rank) {
+    if (is_crashed(rank)) continue;
+    for (std::uint32_t k = 0; k < options_.devices_per_rank_max; ++k) {
+      port_t* port = const_cast<world_t*>(this)->find_port(rank, k);
+      if (port == nullptr) continue;
+      util::spinlock_guard_t guard(port->lock);
+      if (port->packets_in_flight() == 0 && port->waiting_count == 0 && port->cq_count == 0) {
+        continue;
+      }
+      text += "rank " + std::to_string(rank) + " device " + std::to_string(k) + ": " +
+              std::to_string(port->packets_in_flight()) + " ops never completed, " +
+              std::to_string(port->waiting_count) + " messages never received, " +
+              std::to_string(port->cq_count) + " completions never polled\n";
+    }
+    for (std::uint32_t k = 0; k < options_.devices_per_rank_max; ++k) {
+      port_slot_t& s = slot(rank, k);
+      util::spinlock_guard_t guard(lock_);
+      if (s.early_head != nullptr) {
+        text += "rank " + std::to_string(rank) + " device " + std::to_string(k) +
+                ": messages sent to a device never allocated\n";
+      }
+    }
+  }
+  return text;
+}
+
+}  // namespace lci::sim

@@ -1,0 +1,257 @@
+// world_t: the simulated network (docs/design.md, "The simulated network";
+// docs/design/sim_network.md). N ranks in one process; each rank reaches the
+// world through a sim_context_t (sim_context.hpp) and its devices
+// (sim_device.hpp), which implement the backend contract in
+// backends/backend.hpp.
+//
+// The wire. Every post takes a packet from the initiating device's fixed pool
+// and "launches" it; delivery does the target side (match a posted receive,
+// check an RMA key, copy) and then completes the initiator.
+//   deterministic mode  (a scheduler_t is attached): a launch schedules the
+//     delivery as a scheduler timer at now + latency + size / bandwidth +
+//     jitter (+ fault delays), drawn from the seeded PRNG, so delivery order
+//     is a function of the seed. All ranks run as fibers of that scheduler.
+//   concurrent mode (no scheduler): a launch appends the packet to the wire
+//     of its device index; any poll_comp on a device of that index moves up
+//     to deliveries_per_poll_max packets, picked at random (reordering).
+// A message that finds no receive buffer (or a target whose completion
+// queue has no room for a remote_write) waits at the target, like an RNR
+// retry, and is delivered by the target's next post_recv/poll_comp.
+//
+// Crashes. crash_rank(r) marks r dead: its devices drop their receives, every
+// operation waiting at r and every later one addressed to r completes at its
+// initiator with fault peer_crashed naming r; r's own later backend calls
+// throw rank_crashed_t. Nothing waits on a dead rank, so nothing hangs.
+//
+// Thread safety: every method may run concurrently (a world-wide spinlock
+//                guards the port table and crash state; each port has its
+//                own spinlock; at most one lock is held at a time except
+//                port -> wire in a concurrent-mode launch).
+// Blocking:      never waits for another rank; internal spinlocks guard
+//                short, bounded critical sections.
+// Ownership:     the world owns every port (the network side of a device),
+//                their packet pools and queues, until it is destroyed; a
+//                sim_device_t is a handle. The world must outlive its
+//                contexts, devices and the scheduler's run.
+// Allocation:    ports, pools and queues at alloc_device; the data path does
+//                not allocate (scheduler timers aside: see sim_scheduler.hpp).
+// Limits:        ranks_count_max ranks, devices_per_rank_max devices per rank,
+//                net_max_sends in-flight posts per device (retry_nomem
+//                beyond), net_max_recvs receives, net_max_cqes completions,
+//                registrations_max registrations per device.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "backends/backend.hpp"
+#include "lci/util/atomic.hpp"
+#include "lci/util/spinlock.hpp"
+#include "sim/sim_faults.hpp"
+#include "sim/sim_prng.hpp"
+
+namespace lci::sim {
+
+class scheduler_t;
+
+inline constexpr int ranks_count_max = 4096;
+
+struct world_options_t {
+  int ranks_count = 2;
+  std::uint64_t seed = 0;
+  std::uint64_t latency_ticks = 100;   // every message
+  std::uint64_t jitter_ticks = 64;     // + uniform [0, jitter_ticks]
+  std::uint64_t bytes_per_tick = 64;   // bandwidth: + size / bytes_per_tick
+  // Device defaults (a requested attribute of 0 takes these). Small, so that
+  // hundreds of ranks fit in one process.
+  std::size_t net_max_sends = 32;
+  std::size_t net_max_recvs = 32;
+  std::size_t net_max_cqes = 128;
+  std::size_t inject_size_max = 64;
+  std::size_t max_msg_size = 1 << 20;
+  std::size_t registrations_max = 16;
+  std::size_t devices_per_rank_max = 4;
+  std::size_t deliveries_per_poll_max = 8;  // concurrent mode
+  fault_options_t faults;
+  bool trace_events = false;  // print every network event to stderr
+};
+
+// Applies LCI_SIM_FAULT_<NAME> (sim_faults.hpp) and LCI_SIM_TRACE=1.
+void apply_world_env(world_options_t* options);
+// One line with every option, printed before a run (with the seed).
+std::string describe_world_options(const world_options_t& options);
+
+// Thrown by a crashed rank's own backend calls (and by rank_env_t::crash()):
+// the rank's code unwinds; the harness counts the rank as crashed.
+class rank_crashed_t : public std::runtime_error {
+ public:
+  explicit rank_crashed_t(int rank);
+  int rank() const { return rank_; }
+
+ private:
+  int rank_;
+};
+
+namespace detail {
+
+enum class packet_kind_t : std::uint8_t { send, put, put_imm, get };
+
+// One operation in flight. Lives in its initiating port's pool; at any time
+// it is in exactly one place: that pool's free list, the wire (a timer or a
+// wire vector), a target's waiting list, or in the hands of a delivery.
+struct port_t;
+
+struct packet_t {
+  packet_t* next = nullptr;  // waiting/early list link
+  port_t* origin = nullptr;  // the initiating port (owns this packet)
+  packet_kind_t kind = packet_kind_t::send;
+  bool signaled = true;      // false: an "s" variant (no completion on success)
+  std::uint32_t device_index = 0;
+  int source_rank = -1;
+  int target_rank = -1;
+  std::size_t size = 0;
+  const void* payload = nullptr;  // inline_data copy, or the caller's buffer
+  void* destination = nullptr;    // get: the initiator's buffer
+  std::uint64_t offset = 0;
+  backend::net_rmr_t rmr;
+  backend::net_imm_data_t imm_data = 0;
+  void* user_context = nullptr;
+  std::uint64_t serial = 0;       // world-wide post number (trace)
+  std::byte* inline_data = nullptr;  // this packet's slot in the port arena
+};
+
+struct recv_slot_t {
+  void* buffer;
+  std::size_t size;
+  void* user_context;
+};
+
+struct registration_t {
+  std::uintptr_t base = 0;
+  std::size_t size = 0;
+  std::uint32_t generation = 1;  // bumped at deregistration: stale keys fail
+  bool live = false;
+};
+
+// The network side of device `device_index` of rank `rank`. Everything below
+// `lock` is guarded by it.
+struct port_t {
+  port_t(int rank, std::uint32_t device_index, const backend::net_device_attr_t& attr,
+         std::size_t registrations_max, prng_t prng);
+
+  util::spinlock_t lock;
+  const int rank;
+  const std::uint32_t device_index;
+  const backend::net_device_attr_t attr;
+  bool open = true;      // false after the device handle is destroyed
+  bool crashed = false;  // the rank crashed
+  std::vector<packet_t> packets;
+  std::vector<packet_t*> packets_free;
+  std::vector<std::byte> inline_arena;
+  std::vector<recv_slot_t> recvs;         // capacity net_max_recvs
+  std::vector<backend::net_status_t> cq;  // ring, capacity net_max_cqes
+  std::size_t cq_head = 0;
+  std::size_t cq_count = 0;
+  std::size_t cq_reserved = 0;  // slots promised to posted ops and receives
+  packet_t* waiting_head = nullptr;  // others' packets waiting here (RNR)
+  packet_t* waiting_tail = nullptr;
+  std::size_t waiting_count = 0;
+  std::vector<registration_t> registrations;  // fixed size
+  prng_t prng;  // this port's draws (delays, faults), under `lock`
+
+  std::size_t packets_in_flight() const { return packets.size() - packets_free.size(); }
+  bool cq_has_room() const { return cq_count + cq_reserved < cq.size(); }
+  void cq_push(const backend::net_status_t& status);  // needs a free or reserved slot
+  void waiting_push(packet_t* packet);
+  packet_t* waiting_detach();
+};
+
+}  // namespace detail
+
+enum class world_mode_t : std::uint8_t { deterministic, concurrent };
+
+class world_t {
+ public:
+  explicit world_t(const world_options_t& options);
+  ~world_t();
+  world_t(const world_t&) = delete;
+  world_t& operator=(const world_t&) = delete;
+
+  const world_options_t& options() const { return options_; }
+  int ranks_count() const { return options_.ranks_count; }
+
+  // Deterministic mode: deliveries become timers of `scheduler` (which must
+  // run every rank as a fiber). Call before any device is allocated.
+  void attach_scheduler(scheduler_t* scheduler);
+  world_mode_t mode() const {
+    return scheduler_ != nullptr ? world_mode_t::deterministic : world_mode_t::concurrent;
+  }
+  scheduler_t* scheduler() const { return scheduler_; }
+
+  // ---- ranks ----
+  void crash_rank(int rank);
+  bool is_crashed(int rank) const;
+  int crashed_count() const;
+  // What the rank waits for (deadlock reports); `what` must be a literal.
+  void note_wait(int rank, const char* what);
+
+  // ---- used by sim_context_t / sim_device_t ----
+  detail::port_t* open_port(int rank, std::uint32_t device_index,
+                            const backend::net_device_attr_t& attr);
+  void close_port(detail::port_t* port);
+  // Sends the packet on its way (timer or wire). retry_nomem: no timer left.
+  [[nodiscard]] error_t launch(detail::packet_t* packet, std::uint64_t delay_ticks);
+  // Delivers the packets waiting at `port` again (after a post_recv/poll).
+  void pump_waiting(detail::port_t* port);
+  // Concurrent mode: delivers up to deliveries_per_poll_max packets of this
+  // device index. Returns how many.
+  std::size_t drive_wire(std::uint32_t device_index);
+  void count_fault(fault_kind_t kind);
+  std::uint64_t next_serial();
+  void trace_event(char what, const detail::packet_t& packet, backend::net_fault_t fault);
+
+  // ---- reports and checks ----
+  std::uint64_t faults_injected(fault_kind_t kind) const;
+  std::uint64_t deliveries_count() const;
+  std::size_t wire_count() const;  // launched and not yet delivered
+  // Per rank: what it waits for, posted receives, ops in flight, waiting
+  // messages, completions not polled. For deadlock reports.
+  std::string describe_ranks() const;
+  // "" if nothing is in flight, waiting or unpolled on live ranks; else what.
+  std::string describe_leftovers() const;
+
+ private:
+  struct port_slot_t;
+  struct wire_t;
+
+  void deliver(detail::packet_t* packet);
+  bool deliver_at_target(detail::port_t& target, detail::packet_t& packet,
+                         backend::net_status_t* local);
+  bool deliver_send(detail::port_t& target, detail::packet_t& packet);
+  bool deliver_rma(detail::port_t& target, detail::packet_t& packet,
+                   backend::net_status_t* local);
+  void complete_local(detail::packet_t* packet, const backend::net_status_t& local);
+  void release_dropped(detail::packet_t* packet);
+  void fail_packets(detail::packet_t* list, int crashed_rank);
+  detail::port_t* find_port(int rank, std::uint32_t device_index);
+  port_slot_t& slot(int rank, std::uint32_t device_index) const;
+
+  const world_options_t options_;
+  scheduler_t* scheduler_ = nullptr;
+  mutable util::spinlock_t lock_;  // port table, early lists, crash marks
+  std::unique_ptr<port_slot_t[]> slots_;  // [device_index * ranks + rank]
+  std::unique_ptr<wire_t[]> wires_;       // [device_index], concurrent mode
+  std::unique_ptr<util::atomic<bool>[]> crashed_;
+  std::unique_ptr<util::atomic<const char*>[]> waiting_for_;
+  util::atomic<int> crashed_count_{0};
+  util::atomic<std::uint64_t> serial_{0};
+  util::atomic<std::uint64_t> deliveries_{0};
+  util::atomic<std::uint64_t> in_wire_{0};
+  util::atomic<std::uint64_t> faults_[fault_kinds_count];
+};
+
+}  // namespace lci::sim

@@ -1,0 +1,209 @@
+// endpoint_t: the conformance suite's view of one device — a device, its
+// registered receive buffers (kept posted), and every completion polled from
+// it, sorted by kind. Only backends/backend.hpp is used.
+//
+// Thread safety: poll(), post() and wait_for() may run from several threads
+//                of one rank; the completion lists are guarded by a mutex
+//                that is never held across a backend call (a simulated
+//                backend may switch fibers inside one).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "backends/backend.hpp"
+#include "tests/backends/conformance/conformance.hpp"
+
+namespace lci::conformance {
+
+// A post retried this many times in a row fails the test (a livelock).
+inline constexpr std::size_t retries_max = 5'000'000;
+
+struct received_t {
+  backend::net_status_t status;
+  std::string data;  // the payload, copied at poll time
+};
+
+// The byte at `index` of message (source, seq): a pattern a receiver checks.
+inline char pattern_byte(int source, std::size_t seq, std::size_t index) {
+  return static_cast<char>((source * 131 + seq * 7 + index * 3 + 1) & 0xFF);
+}
+inline std::string pattern(int source, std::size_t seq, std::size_t size) {
+  std::string text(size, '\0');
+  for (std::size_t i = 0; i < size; ++i) text[i] = pattern_byte(source, seq, i);
+  return text;
+}
+
+class endpoint_t {
+ public:
+  explicit endpoint_t(rank_ctx_t& ctx, const backend::net_device_attr_t& requested = {})
+      : ctx_(ctx), device_(ctx.context().alloc_device(requested)) {
+    LCI_CONFORM(device_ != nullptr, "alloc_device returned null");
+    rank = ctx.context().rank_me();
+    ranks = ctx.context().rank_n();
+  }
+  ~endpoint_t() {
+    for (backend::net_mr_t& mr : mrs_) device_->deregister_memory(&mr);
+  }
+
+  backend::net_device_t& device() { return *device_; }
+  const backend::net_device_attr_t& attr() const { return device_->attr(); }
+
+  // Registers [address, address + size), retrying while the backend says so.
+  backend::net_mr_t register_region(void* address, std::size_t size) {
+    backend::net_mr_t mr;
+    post("register_memory", [&] { return device_->register_memory(address, size, &mr); });
+    LCI_CONFORM(!mr.is_empty(), "register_memory returned done with an empty mr");
+    LCI_CONFORM(mr.base == address && mr.size == size, "mr does not describe the region");
+    mrs_.push_back(mr);
+    return mr;
+  }
+
+  // Posts `count` receive buffers of `size` bytes; each is reposted after
+  // its message has been copied out by poll().
+  void post_recv_buffers(std::size_t count, std::size_t size) {
+    recv_size_ = size;
+    recv_arena_.assign(count * size, '\0');
+    recv_mr_ = register_region(recv_arena_.data(), recv_arena_.size());
+    for (std::size_t i = 0; i < count; ++i) post_one_recv(i);
+  }
+
+  // Retries op() (polling in between) until it is accepted.
+  template <typename Op>
+  error_t post(const char* what, Op&& op) {
+    for (std::size_t tries = 0;; ++tries) {
+      const error_t error = op();
+      if (!error.is_retry()) {
+        LCI_CONFORM(error.is_done() || error.is_posted(), what << " returned " << error.get_str());
+        return error;
+      }
+      LCI_CONFORM(tries < retries_max, what << " retried " << retries_max << " times");
+      {
+        std::lock_guard<std::mutex> guard(mutex_);
+        ++retries_count_;
+      }
+      poll();
+      ctx_.wait(what);
+    }
+  }
+
+  // Polls once; returns how many completions it moved.
+  std::size_t poll();
+
+  void wait_for(const std::function<bool()>& done, const char* what) {
+    for (std::size_t turns = 0; !done(); ++turns) {
+      LCI_CONFORM(turns < retries_max, "waited " << retries_max << " turns for " << what);
+      poll();
+      ctx_.wait(what);
+    }
+  }
+
+  // Copies of the lists (thread-safe).
+  std::vector<received_t> received() {
+    std::lock_guard<std::mutex> guard(mutex_);
+    return received_;
+  }
+  std::vector<backend::net_status_t> local() {
+    std::lock_guard<std::mutex> guard(mutex_);
+    return local_;
+  }
+  std::vector<backend::net_status_t> remote_writes() {
+    std::lock_guard<std::mutex> guard(mutex_);
+    return remote_writes_;
+  }
+  std::size_t received_count() {
+    std::lock_guard<std::mutex> guard(mutex_);
+    return received_.size();
+  }
+  std::size_t local_count() {
+    std::lock_guard<std::mutex> guard(mutex_);
+    return local_.size();
+  }
+  std::size_t remote_write_count() {
+    std::lock_guard<std::mutex> guard(mutex_);
+    return remote_writes_.size();
+  }
+  std::size_t retries_count() {
+    std::lock_guard<std::mutex> guard(mutex_);
+    return retries_count_;
+  }
+
+  int rank = -1;
+  int ranks = 0;
+
+ private:
+  void post_one_recv(std::size_t index) {
+    void* buffer = recv_arena_.data() + index * recv_size_;
+    auto* context = reinterpret_cast<void*>(index + 1);
+    post("post_recv", [&] { return device_->post_recv(buffer, recv_size_, recv_mr_, context); });
+  }
+  // One attempt, no polling (poll() calls it): a refused repost is tried
+  // again by the next poll().
+  void repost_once(std::size_t index) {
+    void* buffer = recv_arena_.data() + index * recv_size_;
+    auto* context = reinterpret_cast<void*>(index + 1);
+    const error_t error = device_->post_recv(buffer, recv_size_, recv_mr_, context);
+    if (!error.is_retry()) {
+      LCI_CONFORM(error.is_done(), "post_recv returned " << error.get_str());
+      return;
+    }
+    std::lock_guard<std::mutex> guard(mutex_);
+    to_repost_.push_back(index);
+  }
+
+  rank_ctx_t& ctx_;
+  std::vector<backend::net_mr_t> mrs_;
+  std::vector<char> recv_arena_;
+  std::size_t recv_size_ = 0;
+  backend::net_mr_t recv_mr_;
+  std::mutex mutex_;  // guards the lists below; never held across a backend call
+  std::vector<received_t> received_;
+  std::vector<backend::net_status_t> local_;
+  std::vector<backend::net_status_t> remote_writes_;
+  std::vector<std::size_t> to_repost_;
+  std::size_t retries_count_ = 0;  // statistic, under mutex_
+  // Last: destroyed (closing the device) before the receive buffers go.
+  std::unique_ptr<backend::net_device_t> device_;
+};
+
+inline std::size_t endpoint_t::poll() {
+  constexpr std::size_t batch_max = 16;
+  backend::net_status_t statuses[batch_max];
+  const std::size_t count = device_->poll_comp(statuses, batch_max);
+  LCI_CONFORM(count <= batch_max, "poll_comp returned more than asked: " << count);
+  std::vector<std::size_t> repost;
+  {
+    std::lock_guard<std::mutex> guard(mutex_);
+    repost.swap(to_repost_);
+    for (std::size_t i = 0; i < count; ++i) {
+      const backend::net_status_t& status = statuses[i];
+      LCI_CONFORM(status.rank >= 0 && status.rank < ranks, "completion rank " << status.rank);
+      if (status.opcode == backend::net_opcode_t::recv) {
+        const auto index = reinterpret_cast<std::uintptr_t>(status.user_context);
+        LCI_CONFORM(index >= 1 && index * recv_size_ <= recv_arena_.size(),
+                    "recv completion with a foreign user_context " << index);
+        LCI_CONFORM(status.buffer == recv_arena_.data() + (index - 1) * recv_size_,
+                    "recv completion's buffer is not its user_context's buffer");
+        LCI_CONFORM(status.length <= recv_size_, "recv longer than its buffer");
+        LCI_CONFORM(status.fault == backend::net_fault_t::none, "a recv with a fault");
+        received_.push_back(
+            received_t{status, std::string(static_cast<const char*>(status.buffer), status.length)});
+        repost.push_back(index - 1);
+      } else if (status.opcode == backend::net_opcode_t::remote_write) {
+        remote_writes_.push_back(status);
+      } else {
+        local_.push_back(status);
+      }
+    }
+  }
+  for (std::size_t index : repost) repost_once(index);
+  return count;
+}
+
+}  // namespace lci::conformance
