@@ -10,6 +10,7 @@
 // spins with spin_pause (a Relacy yield); a wait that never ends is reported
 // as a livelock.
 #include "lci/cq/cq_faa_array.hpp"
+#include "tests/cq/cq_model_fixture.hpp"
 #include "tests/model_check/model_check.hpp"
 
 namespace {
@@ -23,79 +24,21 @@ constexpr int producers_max = 2;
 constexpr int values_per_producer_max = 3;
 constexpr int consumers_max = 3;  // threads plus the final drain
 
-// Shared fixture. Value (p, i) is &payload[p][i], holding 100 * p + i + 1.
-struct fixture_t {
-  faa_array_t* queue = nullptr;
-  var<int> payload[producers_max][values_per_producer_max];
-  atomic<int> popped_count[producers_max][values_per_producer_max];
-  bool accepted[producers_max][values_per_producer_max];
-  int last_popped[consumers_max][producers_max];  // sequence, -1 = none
-  int popped_by[producers_max][values_per_producer_max];
+using fixture_t = lci::cq::model::queue_fixture_t<faa_array_t, producers_max,
+                                                  values_per_producer_max,
+                                                  consumers_max>;
 
-  void build(std::size_t capacity) {
-    queue = new faa_array_t(capacity);
-    for (int p = 0; p < producers_max; ++p) {
-      for (int i = 0; i < values_per_producer_max; ++i) {
-        // relaxed: before the threads start.
-        popped_count[p][i].store(0, mo_relaxed);
-        accepted[p][i] = false;
-        popped_by[p][i] = -1;
-      }
-    }
-    for (int c = 0; c < consumers_max; ++c) {
-      for (int p = 0; p < producers_max; ++p) last_popped[c][p] = -1;
-    }
-  }
-
-  bool push(int producer, int sequence) {
-    payload[producer][sequence].store(100 * producer + sequence + 1);
-    accepted[producer][sequence] = queue->push(&payload[producer][sequence]);
-    return accepted[producer][sequence];
-  }
-
-  bool pop(int consumer) {
-    void* value = queue->pop();
-    if (value == nullptr) return false;
-    const int index = static_cast<int>(static_cast<var<int>*>(value) - &payload[0][0]);
-    RL_ASSERT(index >= 0 && index < producers_max * values_per_producer_max);
-    const int producer = index / values_per_producer_max;
-    const int sequence = index % values_per_producer_max;
-    RL_ASSERT(payload[producer][sequence].load() == 100 * producer + sequence + 1);
-    // relaxed: only the count matters (a duplicate reads 1).
-    RL_ASSERT(popped_count[producer][sequence].fetch_add(1, mo_relaxed) == 0);
-    RL_ASSERT(sequence > last_popped[consumer][producer]);
-    last_popped[consumer][producer] = sequence;
-    popped_by[producer][sequence] = consumer;
-    return true;
-  }
-
-  void drain_and_check(std::size_t capacity) {
-    const int drain = consumers_max - 1;
-    std::size_t drained_count = 0;
-    while (pop(drain)) ++drained_count;
-    RL_ASSERT(drained_count <= capacity);  // never more stored than capacity
-    for (int p = 0; p < producers_max; ++p) {
-      for (int i = 0; i < values_per_producer_max; ++i) {
-        // relaxed: all threads joined.
-        const int count = popped_count[p][i].load(mo_relaxed);
-        RL_ASSERT(count == (accepted[p][i] ? 1 : 0));
-        for (int j = i + 1; j < values_per_producer_max; ++j) {
-          // j popped by a thread, i left for the drain: i was overtaken.
-          RL_ASSERT(!(popped_by[p][i] == drain && popped_by[p][j] >= 0 &&
-                      popped_by[p][j] != drain));
-        }
-      }
-    }
-    delete queue;  // asserts tickets and size agree
-  }
-};
+// Drains and checks; a bounded queue never holds more than its capacity.
+void drain_and_check(fixture_t& world, std::size_t capacity) {
+  RL_ASSERT(world.drain_and_check() <= capacity);
+}
 
 // The smallest race, explored exhaustively: one push against one pop on an
 // empty queue of capacity 1.
 struct push_vs_pop_t : rl::test_suite<push_vs_pop_t, 2> {
   static constexpr std::size_t capacity = 1;
   fixture_t world;
-  void before() { world.build(capacity); }
+  void before() { world.build(new faa_array_t(capacity)); }
   void thread(unsigned id) {
     if (id == 0) {
       RL_ASSERT(world.push(0, 0));
@@ -103,7 +46,7 @@ struct push_vs_pop_t : rl::test_suite<push_vs_pop_t, 2> {
       world.pop(0);
     }
   }
-  void after() { world.drain_and_check(capacity); }
+  void after() { drain_and_check(world, capacity); }
 };
 
 // Capacity 1 (two slots): a pusher offers two values while a popper polls
@@ -111,7 +54,7 @@ struct push_vs_pop_t : rl::test_suite<push_vs_pop_t, 2> {
 struct handover_t : rl::test_suite<handover_t, 2> {
   static constexpr std::size_t capacity = 1;
   fixture_t world;
-  void before() { world.build(capacity); }
+  void before() { world.build(new faa_array_t(capacity)); }
   void thread(unsigned id) {
     if (id == 0) {
       world.push(0, 0);
@@ -121,7 +64,7 @@ struct handover_t : rl::test_suite<handover_t, 2> {
     world.pop(0);
     world.pop(0);
   }
-  void after() { world.drain_and_check(capacity); }
+  void after() { drain_and_check(world, capacity); }
 };
 
 // Capacity 2 = slots: three pushes against three pops wrap the ring, so a
@@ -130,7 +73,7 @@ struct wrap_t : rl::test_suite<wrap_t, 2> {
   static constexpr std::size_t capacity = 2;
   fixture_t world;
   void before() {
-    world.build(capacity);
+    world.build(new faa_array_t(capacity));
     RL_ASSERT(world.push(1, 0));  // the ring starts one lap in
     RL_ASSERT(world.pop(1));
   }
@@ -141,7 +84,7 @@ struct wrap_t : rl::test_suite<wrap_t, 2> {
     }
     for (int i = 0; i < 3; ++i) world.pop(0);
   }
-  void after() { world.drain_and_check(capacity); }
+  void after() { drain_and_check(world, capacity); }
 };
 
 // Capacity 3 (four slots): two pushers race for the admission while a
@@ -150,7 +93,7 @@ struct two_pushers_t : rl::test_suite<two_pushers_t, 3> {
   static constexpr std::size_t capacity = 3;
   fixture_t world;
   void before() {
-    world.build(capacity);
+    world.build(new faa_array_t(capacity));
     RL_ASSERT(world.push(1, 0));
   }
   void thread(unsigned id) {
@@ -162,14 +105,14 @@ struct two_pushers_t : rl::test_suite<two_pushers_t, 3> {
     world.pop(0);
     world.pop(0);
   }
-  void after() { world.drain_and_check(capacity); }
+  void after() { drain_and_check(world, capacity); }
 };
 
 // Capacity 1: two poppers race for one value while it is being pushed.
 struct two_poppers_t : rl::test_suite<two_poppers_t, 3> {
   static constexpr std::size_t capacity = 1;
   fixture_t world;
-  void before() { world.build(capacity); }
+  void before() { world.build(new faa_array_t(capacity)); }
   void thread(unsigned id) {
     if (id == 0) {
       world.push(0, 0);
@@ -178,7 +121,7 @@ struct two_poppers_t : rl::test_suite<two_poppers_t, 3> {
     }
     world.pop(static_cast<int>(id) - 1);
   }
-  void after() { world.drain_and_check(capacity); }
+  void after() { drain_and_check(world, capacity); }
 };
 
 }  // namespace

@@ -31,6 +31,7 @@
 #include <cstdlib>
 #include <new>
 
+#include "tests/cq/cq_model_fixture.hpp"
 #include "tests/model_check/model_check.hpp"
 
 // Relacy replaces the plain operator new/delete only. crq_segment_t is
@@ -65,87 +66,30 @@ constexpr int producers_max = 3;
 constexpr int values_per_producer_max = 6;
 constexpr int consumers_max = 4;  // threads plus the final drain
 
-// Shared fixture. Value (p, i) is &payload[p][i], holding 100 * p + i + 1.
-struct fixture_t {
-  lcrq_t* queue = nullptr;
-  var<int> payload[producers_max][values_per_producer_max];
-  atomic<int> popped_count[producers_max][values_per_producer_max];
-  // Per consumer and producer: the last sequence popped (-1 = none).
-  int last_popped[consumers_max][producers_max];
-  int popped_by[producers_max][values_per_producer_max];  // consumer index
+using fixture_t = lci::cq::model::queue_fixture_t<lcrq_t, producers_max,
+                                                  values_per_producer_max,
+                                                  consumers_max>;
 
-  void build() {
-    queue = new lcrq_t(ring_size);
-    for (int p = 0; p < producers_max; ++p) {
-      for (int i = 0; i < values_per_producer_max; ++i) {
-        // relaxed: before the threads start.
-        popped_count[p][i].store(0, mo_relaxed);
-        popped_by[p][i] = -1;
-      }
-    }
-    for (int c = 0; c < consumers_max; ++c) {
-      for (int p = 0; p < producers_max; ++p) last_popped[c][p] = -1;
+// Drains and checks, after first checking the fixture's record against the
+// test's own plan: producer p pushed exactly values 0 .. pushed_count[p]-1,
+// and the threads used consumer indices below the drain's.
+void drain_and_check(fixture_t& world, const int (&pushed_count)[producers_max],
+                     int thread_consumers_count) {
+  RL_ASSERT(thread_consumers_count <= fixture_t::drain_consumer);
+  for (int p = 0; p < producers_max; ++p) {
+    for (int i = 0; i < values_per_producer_max; ++i) {
+      RL_ASSERT(world.accepted[p][i] == (i < pushed_count[p]));
     }
   }
-
-  void push(int producer, int sequence) {
-    payload[producer][sequence].store(100 * producer + sequence + 1);
-    queue->push(&payload[producer][sequence]);
-  }
-
-  // Pops once as `consumer`; returns whether a value came out.
-  bool pop(int consumer) {
-    void* value = queue->pop();
-    if (value == nullptr) return false;
-    const int index = static_cast<int>(static_cast<var<int>*>(value) - &payload[0][0]);
-    RL_ASSERT(index >= 0 && index < producers_max * values_per_producer_max);
-    const int producer = index / values_per_producer_max;
-    const int sequence = index % values_per_producer_max;
-    // The payload was written before the push: it must be visible here.
-    RL_ASSERT(payload[producer][sequence].load() == 100 * producer + sequence + 1);
-    // relaxed: only the count matters (a duplicate reads 1).
-    RL_ASSERT(popped_count[producer][sequence].fetch_add(1, mo_relaxed) == 0);
-    // Per-producer FIFO as seen by this consumer.
-    RL_ASSERT(sequence > last_popped[consumer][producer]);
-    last_popped[consumer][producer] = sequence;
-    popped_by[producer][sequence] = consumer;
-    return true;
-  }
-
-  // After the threads joined: drain as the last consumer, then check that
-  // exactly the pushed values came out, once each, and that no value left for
-  // the drain is older than one a thread popped from the same producer (a
-  // linearizable FIFO hands out a producer's values in push order).
-  void drain_and_check(const int (&pushed_count)[producers_max],
-                       int thread_consumers_count) {
-    const int drain = consumers_max - 1;
-    RL_ASSERT(thread_consumers_count <= drain);
-    while (pop(drain)) {
-    }
-    for (int p = 0; p < producers_max; ++p) {
-      for (int i = 0; i < values_per_producer_max; ++i) {
-        // relaxed: all threads joined.
-        const int count = popped_count[p][i].load(mo_relaxed);
-        RL_ASSERT(count == (i < pushed_count[p] ? 1 : 0));
-      }
-      for (int i = 0; i < pushed_count[p]; ++i) {
-        for (int j = i + 1; j < pushed_count[p]; ++j) {
-          // j popped by a thread, i only by the drain: i overtaken.
-          RL_ASSERT(!(popped_by[p][i] == drain && popped_by[p][j] != drain));
-        }
-      }
-    }
-    RL_ASSERT(queue->pop() == nullptr);
-    delete queue;  // Relacy reports any segment not freed
-  }
-};
+  world.drain_and_check();
+}
 
 // The smallest race, explored exhaustively: one push against one pop on an
 // empty queue. The pop returns the value or empty; either way the drain
 // finds the rest.
 struct push_vs_pop_t : rl::test_suite<push_vs_pop_t, 2> {
   fixture_t world;
-  void before() { world.build(); }
+  void before() { world.build(new lcrq_t(ring_size)); }
   void thread(unsigned id) {
     if (id == 0) {
       world.push(0, 0);
@@ -155,7 +99,7 @@ struct push_vs_pop_t : rl::test_suite<push_vs_pop_t, 2> {
   }
   void after() {
     const int pushed[producers_max] = {1, 0, 0};
-    world.drain_and_check(pushed, 1);
+    drain_and_check(world, pushed, 1);
   }
 };
 
@@ -164,7 +108,7 @@ struct push_vs_pop_t : rl::test_suite<push_vs_pop_t, 2> {
 // the tail past tickets the popper already gave up on).
 struct almost_empty_t : rl::test_suite<almost_empty_t, 2> {
   fixture_t world;
-  void before() { world.build(); }
+  void before() { world.build(new lcrq_t(ring_size)); }
   void thread(unsigned id) {
     if (id == 0) {
       world.push(0, 0);
@@ -176,7 +120,7 @@ struct almost_empty_t : rl::test_suite<almost_empty_t, 2> {
   }
   void after() {
     const int pushed[producers_max] = {2, 0, 0};
-    world.drain_and_check(pushed, 1);
+    drain_and_check(world, pushed, 1);
   }
 };
 
@@ -186,7 +130,7 @@ struct almost_empty_t : rl::test_suite<almost_empty_t, 2> {
 // (recycled into the free array, or parked if still protected).
 struct turnover_t : rl::test_suite<turnover_t, 2> {
   fixture_t world;
-  void before() { world.build(); }
+  void before() { world.build(new lcrq_t(ring_size)); }
   void thread(unsigned id) {
     if (id == 0) {
       for (int i = 0; i < 3; ++i) world.push(0, i);
@@ -196,7 +140,7 @@ struct turnover_t : rl::test_suite<turnover_t, 2> {
   }
   void after() {
     const int pushed[producers_max] = {3, 0, 0};
-    world.drain_and_check(pushed, 1);
+    drain_and_check(world, pushed, 1);
   }
 };
 
@@ -206,7 +150,7 @@ struct turnover_t : rl::test_suite<turnover_t, 2> {
 struct append_race_t : rl::test_suite<append_race_t, 3> {
   fixture_t world;
   void before() {
-    world.build();
+    world.build(new lcrq_t(ring_size));
     world.push(0, 0);  // the ring is full (tail = 2), not yet closed
     world.push(0, 1);
   }
@@ -221,7 +165,7 @@ struct append_race_t : rl::test_suite<append_race_t, 3> {
   }
   void after() {
     const int pushed[producers_max] = {2, 1, 1};
-    world.drain_and_check(pushed, 1);
+    drain_and_check(world, pushed, 1);
   }
 };
 
@@ -236,7 +180,7 @@ struct pop_race_turnover_t : rl::test_suite<pop_race_turnover_t, 2> {
   static constexpr int setup_consumer = 2;
   fixture_t world;
   void before() {
-    world.build();
+    world.build(new lcrq_t(ring_size));
     for (int i = 0; i < 5; ++i) world.push(0, i);
     for (int i = 0; i < 3; ++i) RL_ASSERT(world.pop(setup_consumer));
   }
@@ -245,7 +189,7 @@ struct pop_race_turnover_t : rl::test_suite<pop_race_turnover_t, 2> {
   }
   void after() {
     const int pushed[producers_max] = {5, 0, 0};
-    world.drain_and_check(pushed, setup_consumer + 1);
+    drain_and_check(world, pushed, setup_consumer + 1);
   }
 };
 
@@ -254,7 +198,7 @@ struct pop_race_turnover_t : rl::test_suite<pop_race_turnover_t, 2> {
 struct three_mixed_t : rl::test_suite<three_mixed_t, 3> {
   fixture_t world;
   void before() {
-    world.build();
+    world.build(new lcrq_t(ring_size));
     world.push(0, 0);
   }
   void thread(unsigned id) {
@@ -264,7 +208,7 @@ struct three_mixed_t : rl::test_suite<three_mixed_t, 3> {
   }
   void after() {
     const int pushed[producers_max] = {2, 1, 1};
-    world.drain_and_check(pushed, 3);
+    drain_and_check(world, pushed, 3);
   }
 };
 
