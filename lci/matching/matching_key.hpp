@@ -32,18 +32,7 @@
 #include <stdexcept>
 #include <string>
 
-namespace lci {
-
-using tag_t = std::uint64_t;
-using matching_entry_key_t = std::uint64_t;
-// The value stored under a key (a receive descriptor, an unexpected-send
-// packet); the table never dereferences it. nullptr is never a valid value.
-using matching_entry_val_t = void*;
-
-enum class matching_entry_type_t { send, recv };
-enum class matching_policy_t { none, rank_only, tag_only, rank_tag };
-
-}  // namespace lci
+#include "lci/api/lci_types.hpp"
 
 namespace lci::matching {
 

@@ -1,0 +1,99 @@
+// The public value types of the LCI API that are not generated: scalar
+// aliases and constants, status_t, rmr_t, callback signatures and the
+// allocator hook. Resource handles, attribute structs, enums and the
+// operation functors come from the API description (lci/api/lci_api.def)
+// through tools/api_gen and live in the generated lci_generated.hpp.
+//
+// Thread safety: plain values; copy them freely across threads.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "lci/util/error.hpp"
+
+namespace lci {
+
+using tag_t = std::uint64_t;
+// Remote completion handle: 0 means none; registered ids start at 1.
+using rcomp_t = std::uint32_t;
+using net_imm_data_t = std::uint32_t;
+using matching_entry_key_t = std::uint64_t;
+// The value a matching engine stores under a key (a receive descriptor, an
+// unexpected-send packet); the engine never dereferences it. nullptr is
+// never a valid value.
+using matching_entry_val_t = void*;
+
+inline constexpr int ANY_SOURCE = -1;
+inline constexpr tag_t ANY_TAG = ~tag_t(0);
+inline constexpr matching_entry_val_t MATCHING_ENTRY_VAL_NULL = nullptr;
+
+enum class direction_t : std::uint8_t { OUT, IN };
+
+// What a matching key is made of (paper §3.3). `none` matches any send
+// with any receive of the same matching engine.
+enum class matching_policy_t : std::uint8_t { none, rank_only, tag_only, rank_tag };
+
+enum class matching_entry_type_t : std::uint8_t { send, recv };
+
+// When a local completion fires for an outgoing operation: `memory` once
+// the buffer may be reused, `network` once the data reached the target.
+enum class comp_semantic_t : std::uint8_t { memory, network };
+
+// The result of an operation, given back by a post (done), by a completion
+// object later (posted) or by cq_pop/sync_test.
+struct status_t {
+  error_t error = errorcode_t::retry;
+  int rank = -1;              // the peer: target of an OUT op, source of an IN op
+  void* buffer = nullptr;     // the local buffer (an incoming AM: runtime-allocated)
+  std::size_t size = 0;       // bytes sent/received
+  tag_t tag = 0;
+  void* user_context = nullptr;
+
+  status_t() = default;
+  status_t(error_t error_) : error(error_) {}  // NOLINT: implicit by design
+
+  bool is_done() const { return error.is_done(); }
+  bool is_posted() const { return error.is_posted(); }
+  bool is_retry() const { return error.is_retry(); }
+  // Pairs with the upstream spelling: the received payload.
+  void* get_buffer() const { return buffer; }
+  std::size_t get_size() const { return size; }
+};
+
+// A peer's registered memory, as plain data a program may copy into a
+// message: base address, the registration's base, and the network key.
+struct rmr_t {
+  std::uintptr_t base = 0;
+  std::uintptr_t mr_base = 0;
+  std::uint64_t opaque_rkey = 0;
+  bool is_empty() const { return base == 0 && opaque_rkey == 0; }
+};
+
+// Called with every status a handler completion object receives. Runs on
+// the thread that completed the operation (inside progress or a post); it
+// must not call progress() (the runtime detects this and throws).
+using comp_handler_t = void (*)(status_t status);
+
+// Completion graphs (paper §3.2).
+using graph_node_t = void*;
+inline const graph_node_t GRAPH_START = reinterpret_cast<graph_node_t>(0x1);
+inline const graph_node_t GRAPH_END = reinterpret_cast<graph_node_t>(0x2);
+// Runs a node: a done status completes the node at once, posted means the
+// node completes when its operation signals the graph.
+using graph_node_run_cb_t = status_t (*)(void* value);
+using graph_edge_run_cb_t = void (*)(status_t status, void* src_value, void* dst_value);
+using graph_node_free_cb_t = void (*)(void* value);
+
+using reduce_op_t = void (*)(const void* left, const void* right, void* dst, std::size_t n);
+
+// Where the runtime gets memory for incoming active messages and other
+// buffers it hands to the user (who frees them with the same allocator).
+class allocator_base_t {
+ public:
+  virtual ~allocator_base_t() = default;
+  virtual void* allocate(std::size_t size) = 0;
+  virtual void deallocate(void* ptr) = 0;
+};
+
+}  // namespace lci

@@ -1,0 +1,35 @@
+// comp_impl_t: what every completion object (paper §3.2) is to the runtime:
+// something a finished operation signals with its status_t.
+//
+// Thread safety: signal() may run concurrently from any threads (the
+//                progress engine of any device, or a post that completed at
+//                once with allow_done false).
+// Blocking:      signal() never blocks, except that a handler runs user code.
+// Ownership:     the status is passed by value; a buffer it names belongs to
+//                whoever the operation's contract says (an incoming AM buffer:
+//                the user, once they take the status out).
+#pragma once
+
+#include <cstdint>
+
+#include "lci/api/lci_types.hpp"
+
+namespace lci::detail {
+
+enum class comp_kind_t : std::uint8_t { sync, cq, handler, counter, graph };
+
+class comp_impl_t {
+ public:
+  explicit comp_impl_t(comp_kind_t kind) : kind_(kind) {}
+  virtual ~comp_impl_t() = default;
+  comp_impl_t(const comp_impl_t&) = delete;
+  comp_impl_t& operator=(const comp_impl_t&) = delete;
+
+  virtual void signal(status_t status) = 0;
+  comp_kind_t kind() const { return kind_; }
+
+ private:
+  const comp_kind_t kind_;
+};
+
+}  // namespace lci::detail
