@@ -12,6 +12,7 @@
 #include "lci/util/assert.hpp"
 #include "lci/util/spinlock.hpp"
 #include "sim/sim_context.hpp"
+#include "sim/sim_rank_host.hpp"
 
 namespace lci::sim {
 
@@ -34,6 +35,8 @@ struct harness_state_t {
     published.resize(static_cast<std::size_t>(ranks_count));
     for (int r = 0; r < ranks_count; ++r) {
       contexts.push_back(std::make_unique<sim_context_t>(world, r));
+      hosts.push_back(std::make_unique<rank_host_t>(
+          *contexts.back(), [this, r](const char* what) { rank_env_t(this, r).wait(what); }));
     }
   }
 
@@ -59,6 +62,7 @@ struct harness_state_t {
   const run_options_t options;
   world_t world;
   std::vector<std::unique_ptr<sim_context_t>> contexts;
+  std::vector<std::unique_ptr<rank_host_t>> hosts;  // LCI runtimes of rank r live on hosts[r]
   std::chrono::steady_clock::time_point deadline;  // concurrent mode
   std::string world_snapshot;  // deterministic: the world when the run stopped
 
@@ -144,7 +148,9 @@ void rank_env_t::run_threads(int threads_count, const std::function<void(int)>& 
   if (!deterministic()) {
     std::vector<std::thread> threads;
     for (int t = 0; t < threads_count; ++t) {
-      threads.emplace_back([state, &body, t] {
+      rank_host_t* host = state->hosts[rank_].get();
+      threads.emplace_back([state, &body, t, host] {
+        rank_host_t::bind_current(host);
         try {
           body(t);
         } catch (const rank_crashed_t&) {  // the rank died: not a failure
@@ -161,9 +167,11 @@ void rank_env_t::run_threads(int threads_count, const std::function<void(int)>& 
   auto shared_body = std::make_shared<std::function<void(int)>>(body);
   scheduler_t* scheduler = scheduler_t::current();
   LCI_ASSERT(scheduler != nullptr, "run_threads outside the simulation");
+  rank_host_t* host = state->hosts[rank_].get();
   for (int t = 0; t < threads_count; ++t) {
     scheduler->spawn("rank " + std::to_string(rank_) + " thread " + std::to_string(t),
-                     [remaining, shared_body, scheduler, t] {
+                     [remaining, shared_body, scheduler, t, host] {
+                       rank_host_t::bind_current(host);
                        try {
                          (*shared_body)(t);
                        } catch (const rank_crashed_t&) {  // the rank died: not a failure
@@ -181,10 +189,12 @@ namespace {
 
 void run_body(harness_state_t& state, int rank, const std::function<void(rank_env_t&)>& body) {
   rank_env_t env(&state, rank);
+  rank_host_t::bind_current(state.hosts[rank].get());
   try {
     body(env);
   } catch (const rank_crashed_t&) {  // counted through world_t::is_crashed
   }
+  rank_host_t::bind_current(nullptr);
   state.world.note_wait(rank, "(returned)");
 }
 
@@ -255,6 +265,7 @@ run_report_t run_ranks(int ranks_count, const run_options_t& options_in,
     std::fprintf(stderr, "%s mode=%s\n", describe_world_options(options.world).c_str(),
                  mode_name(options.mode).c_str());
   }
+  rank_host_t::install_lookup();
   auto state = std::make_unique<harness_state_t>(options, ranks_count);
   if (options.mode == world_mode_t::deterministic) {
     run_deterministic(*state, body, &report);

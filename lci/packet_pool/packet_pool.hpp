@@ -78,6 +78,11 @@ class pool_t {
   // own or on a packet that is already in the pool (double put).
   void put(void* payload);
 
+  // Teardown only (no get/put may run): puts back every packet still out and
+  // returns how many there were. For an owner that knows its packets are
+  // unreachable, e.g. receives dropped with a closed network device.
+  std::size_t reclaim_outstanding();
+
   std::size_t packet_size_bytes() const { return packet_size_bytes_; }
   std::size_t packets_count() const { return packets_count_; }
   // Takes each deque's lock in turn: exact when no get/put runs concurrently.
@@ -353,6 +358,19 @@ inline void pool_t::assert_all_home() const {
   }
   LCI_ASSERT(home_count == packets_count_,
              "teardown: packets still out (or lost) when the pool is destroyed");
+}
+
+inline std::size_t pool_t::reclaim_outstanding() {
+  std::size_t reclaimed = 0;
+  for (std::size_t i = 0; i < packets_count_; ++i) {
+    packet_header_t* packet = header_at(i);
+    // relaxed: no concurrent users at teardown.
+    if (packet->state.load(util::mo_relaxed) == static_cast<std::uint8_t>(packet_state_t::out)) {
+      put(payload_of(packet));
+      ++reclaimed;
+    }
+  }
+  return reclaimed;
 }
 
 // Cold: the first get/put by a thread of a new deque. Exactly one thread

@@ -1,0 +1,128 @@
+// The completion queue: status copies through lcrq_t or faa_array_t, and
+// the overflow list that keeps the bounded array from losing a status.
+#include "lci/comp/cq.hpp"
+
+#include <stdexcept>
+#include <string>
+
+#include "lci/util/assert.hpp"
+
+namespace lci::detail {
+
+namespace {
+
+int checked_length(cq_kind_t kind, int default_length) {
+  if (kind == cq_kind_t::array_atomic &&
+      (default_length < 1 || default_length > cq_impl_t::default_length_max)) {
+    throw std::invalid_argument(
+        "alloc_cq: default_length must be in [1, " +
+        std::to_string(cq_impl_t::default_length_max) +
+        "] for cq_type array_atomic, got " + std::to_string(default_length));
+  }
+  return default_length;
+}
+
+}  // namespace
+
+cq_impl_t::cq_impl_t(cq_kind_t kind, int default_length)
+    : comp_impl_t(comp_kind_t::cq),
+      cq_kind_(kind),
+      lcrq_(kind == cq_kind_t::lcrq ? std::make_unique<cq::lcrq_t>() : nullptr),
+      array_(kind == cq_kind_t::array_atomic
+                 ? std::make_unique<cq::faa_array_t>(static_cast<std::size_t>(
+                       checked_length(kind, default_length)))
+                 : nullptr) {
+  LCI_ASSERT((lcrq_ == nullptr) != (array_ == nullptr),
+             "a completion queue wraps exactly one queue");
+}
+
+cq_impl_t::~cq_impl_t() {
+  // Discard what nobody popped (pop() drains the overflow list too). Ends:
+  // nothing signals concurrently (precondition).
+  while (!pop().is_retry()) {
+  }
+  LCI_ASSERT(overflow_head_ == nullptr,
+             "completion queue overflow list not drained at teardown");
+  // relaxed: teardown, nothing runs concurrently (precondition).
+  LCI_ASSERT(spilled_pending_.value.load(util::mo_relaxed) == 0,
+             "completion queue overflow count not zero at teardown");
+}
+
+void cq_impl_t::signal(status_t status) {
+  auto* node = new status_node_t{status, nullptr};
+  if (lcrq_ != nullptr) {
+    lcrq_->push(node);
+  } else {
+    push_array(node);
+  }
+}
+
+status_t cq_impl_t::pop() {
+  status_node_t* node = lcrq_ != nullptr
+                            ? static_cast<status_node_t*>(lcrq_->pop())
+                            : pop_array();
+  if (node == nullptr) return status_t(errorcode_t::retry);
+  LCI_DEBUG_ASSERT(node->next == nullptr, "a queued status is still linked");
+  const status_t status = node->status;
+  delete node;
+  return status;
+}
+
+std::uint64_t cq_impl_t::spilled_count() const {
+  util::spinlock_guard_t guard(overflow_lock_);
+  return spilled_total_;
+}
+
+// The array first, unless earlier statuses wait in the overflow list: a
+// signal must not overtake them.
+void cq_impl_t::push_array(status_node_t* node) {
+  // relaxed: a hint only. The count is written under overflow_lock_; by
+  // coherence a signal that happens after a spill reads a non-zero count
+  // (until a pop drains the list), which is all the FIFO order needs. The
+  // status itself travels through the array's or the lock's own ordering.
+  if (spilled_pending_.value.load(util::mo_relaxed) == 0 && array_->push(node)) {
+    return;
+  }
+  spill(node);
+}
+
+void cq_impl_t::spill(status_node_t* node) {
+  util::spinlock_guard_t guard(overflow_lock_);
+  if (overflow_tail_ == nullptr) {
+    LCI_ASSERT(overflow_head_ == nullptr, "overflow list head without tail");
+    overflow_head_ = node;
+  } else {
+    overflow_tail_->next = node;
+  }
+  overflow_tail_ = node;
+  ++spilled_total_;
+  // relaxed: see push_array(); written only under the lock.
+  spilled_pending_.value.fetch_add(1, util::mo_relaxed);
+}
+
+// Array before list: every status in the array was signalled before, or
+// concurrently with, those in the list (see push_array()).
+cq_impl_t::status_node_t* cq_impl_t::pop_array() {
+  auto* node = static_cast<status_node_t*>(array_->pop());
+  if (node != nullptr) return node;
+  // relaxed: a hint, as in push_array(); a pop that happens after a spill
+  // reads a non-zero count by coherence.
+  if (spilled_pending_.value.load(util::mo_relaxed) == 0) return nullptr;
+  return take_spilled();
+}
+
+cq_impl_t::status_node_t* cq_impl_t::take_spilled() {
+  util::spinlock_guard_t guard(overflow_lock_);
+  status_node_t* node = overflow_head_;
+  if (node == nullptr) return nullptr;  // another pop drained it first
+  overflow_head_ = node->next;
+  if (overflow_head_ == nullptr) overflow_tail_ = nullptr;
+  node->next = nullptr;
+  // relaxed: see push_array(); written only under the lock.
+  const std::uint64_t pending =
+      spilled_pending_.value.fetch_sub(1, util::mo_relaxed);
+  LCI_ASSERT(pending > 0, "overflow count out of step with its list");
+  return node;
+}
+
+}  // namespace lci::detail

@@ -1,0 +1,101 @@
+// cq_impl_t: the completion-queue completion object (paper §3.2, §4.1.4):
+// signal() appends a copy of the status, pop() hands out the oldest one.
+// It wraps one of the two queues of lci/cq/: the unbounded lcrq_t, or the
+// fixed-capacity faa_array_t backed by an overflow list so that no status
+// is ever lost.
+//
+// Thread safety: signal() and pop() may run concurrently from any threads;
+//                the destructor must not run concurrently with anything.
+// Blocking:      lcrq: never (see lcrq_t). array_atomic: bounded spin inside
+//                faa_array_t; the overflow list is under a spinlock held for
+//                a few pointer writes.
+// Ownership:     statuses are copied in and out; a buffer a status names
+//                passes to the caller of the pop() that returns it. Statuses
+//                still queued at destruction are discarded (the buffers they
+//                name are not freed).
+// Allocation:    at construction the queue (array_atomic: default_length
+//                slots). On the data path one status_node_t (new) per
+//                signal(), deleted by the pop() that returns it.
+// Limits:        array_atomic: 1 <= default_length <= default_length_max
+//                (std::invalid_argument otherwise); beyond default_length
+//                queued statuses, signal() spills into a spinlock-protected
+//                list (a status is never dropped and signal() never fails).
+//                lcrq: unbounded; default_length is ignored.
+// Order:         pop() returns statuses in FIFO order of their signals
+//                (per signalling thread, and for signals ordered by
+//                happens-before). While the overflow list is non-empty every
+//                signal goes there too, and pop() takes from the array
+//                before the list, so a spill never reorders.
+// Progress:      lcrq: lock-free. array_atomic: as faa_array_t; the
+//                overflow path is blocking (spinlock).
+// Linearization: as the wrapped queue (lcrq_t, faa_array_t); on the
+//                overflow path, the list update under its lock.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "lci/api/lci_types.hpp"
+#include "lci/comp/comp_impl.hpp"
+#include "lci/cq/cq_faa_array.hpp"
+#include "lci/cq/cq_lcrq.hpp"
+#include "lci/util/atomic.hpp"
+#include "lci/util/cache.hpp"
+#include "lci/util/spinlock.hpp"
+
+namespace lci::detail {
+
+// The two implementations of paper §4.1.4; the runtime maps the public
+// attr_cq_type_t onto it.
+enum class cq_kind_t : std::uint8_t { array_atomic, lcrq };
+
+class cq_impl_t final : public comp_impl_t {
+ public:
+  static constexpr int default_length_max = 1 << 30;
+
+  cq_impl_t(cq_kind_t kind, int default_length);  // throws std::invalid_argument
+  ~cq_impl_t() override;
+
+  void signal(status_t status) override;
+  // The oldest status, or one whose error is errorcode_t::retry when empty.
+  [[nodiscard]] status_t pop();
+  cq_kind_t cq_kind() const { return cq_kind_; }
+  // Diagnostics for tests: statuses that ever went to the overflow list.
+  std::uint64_t spilled_count() const;
+
+ private:
+  // A queued status: what the wrapped queues hold (as void*), and a link
+  // for the overflow list.
+  struct status_node_t {
+    status_t status;
+    status_node_t* next = nullptr;
+  };
+
+  void push_array(status_node_t* node);
+  void spill(status_node_t* node);
+  status_node_t* pop_array();
+  status_node_t* take_spilled();
+
+  const cq_kind_t cq_kind_;
+  const std::unique_ptr<cq::lcrq_t> lcrq_;         // kind lcrq, else null
+  const std::unique_ptr<cq::faa_array_t> array_;  // kind array_atomic, else null
+
+  // The overflow list (array_atomic only). spilled_pending_ (its length) is
+  // polled by every signal and pop on the fast path, but written only on the
+  // overflow path; the lock and the list, written by spilling signallers and
+  // draining poppers, sit on another line.
+  struct alignas(util::cache_line_bytes) pending_count_t {
+    util::atomic<std::uint64_t> value{0};
+  };
+  static_assert(alignof(pending_count_t) == util::cache_line_bytes &&
+                    sizeof(pending_count_t) % util::cache_line_bytes == 0,
+                "the polled count needs its own cache line");
+
+  pending_count_t spilled_pending_;
+  alignas(util::cache_line_bytes) mutable util::spinlock_t overflow_lock_;
+  status_node_t* overflow_head_ = nullptr;  // guarded by overflow_lock_
+  status_node_t* overflow_tail_ = nullptr;  // guarded by overflow_lock_
+  std::uint64_t spilled_total_ = 0;         // guarded by overflow_lock_
+};
+
+}  // namespace lci::detail

@@ -1,0 +1,38 @@
+// LCI: the Lightweight Communication Interface. The one header a program
+// includes (`#include "lci.hpp"`); link //lci. The API follows upstream LCI
+// 2.x, so programs written for it compile unchanged: every operation
+// `op(args...)` also exists as `op_x(args...)` with one chainable setter per
+// option, run by `()` (lci/api/lci_api.def lists them all).
+#pragma once
+
+#include "lci/api/lci_generated.hpp"
+#include "lci/api/lci_types.hpp"
+
+namespace lci {
+
+namespace detail {
+comp_impl_t* comp_null_retry_sentinel();
+}  // namespace detail
+
+// No completion object: the operation must complete at once (done) or is
+// queued on the backlog instead of returning retry.
+inline const comp_t COMP_NULL{};
+// No completion object, but retry is returned to the caller.
+inline const comp_t COMP_NULL_RETRY{detail::comp_null_retry_sentinel()};
+
+// Makes any post_*_x functor a graph node: the node posts the operation when
+// it runs; a posted operation completes the node when it signals the graph
+// (give the graph as the functor's local completion object).
+template <typename op_t>
+graph_node_t graph_add_node_op(comp_t graph, const op_t& op) {
+  auto* copy = new op_t(op);
+  graph_node_t node = graph_add_node_x(graph, [](void* value) -> status_t {
+                        return (*static_cast<op_t*>(value))();
+                      })
+                          .value(copy)
+                          .free_cb([](void* value) { delete static_cast<op_t*>(value); })();
+  copy->user_context(node);
+  return node;
+}
+
+}  // namespace lci

@@ -1,0 +1,138 @@
+#include "lci/progress/progress.hpp"
+
+#include <cstring>
+#include <exception>
+#include <stdexcept>
+
+#include "lci/protocol/protocol.hpp"
+#include "lci/runtime/device_impl.hpp"
+#include "lci/runtime/runtime_impl.hpp"
+
+namespace lci::detail {
+
+namespace {
+
+constexpr std::size_t poll_batch_max = 16;
+
+template <typename T>
+T payload_as(const backend::net_status_t& status) {
+  LCI_ASSERT(status.length >= sizeof(T), "control message too short");
+  T value;
+  std::memcpy(&value, status.buffer, sizeof(T));
+  return value;
+}
+
+void dispatch_arrival(device_impl_t& device, const backend::net_status_t& status) {
+  const protocol::msg_type_t type = protocol::imm_type(status.imm_data);
+  if (status.opcode == backend::net_opcode_t::remote_write) {
+    if (type == protocol::msg_type_t::rdv_data) {
+      handle_rdv_done(device, protocol::imm_value(status.imm_data));
+    } else {
+      handle_signal(device, status, type);
+    }
+    return;
+  }
+  // A pre-posted receive: the packet is ours until we put it back.
+  device.note_receive_consumed();
+  void* packet = status.buffer;
+  switch (type) {
+    case protocol::msg_type_t::eager_send:
+    case protocol::msg_type_t::eager_am:
+      handle_eager(device, status, type);  // keeps or returns the packet
+      return;
+    case protocol::msg_type_t::rts: {
+      const rts_t rts = payload_as<rts_t>(status);
+      device.packet_pool()->pool.put(packet);
+      handle_rts(device, status.rank, rts);
+      return;
+    }
+    case protocol::msg_type_t::rtr: {
+      const rtr_t rtr = payload_as<rtr_t>(status);
+      device.packet_pool()->pool.put(packet);
+      handle_rtr(device, status.rank, rtr);
+      return;
+    }
+    case protocol::msg_type_t::fin:
+      device.packet_pool()->pool.put(packet);
+      handle_rdv_done(device, protocol::imm_value(status.imm_data));
+      return;
+    case protocol::msg_type_t::get_signal:
+      device.packet_pool()->pool.put(packet);
+      handle_signal(device, status, type);
+      return;
+    default:
+      device.packet_pool()->pool.put(packet);
+      throw std::logic_error("lci: a message of unknown type arrived");
+  }
+}
+
+void dispatch_local(device_impl_t& device, const backend::net_status_t& status) {
+  auto* request = static_cast<request_t*>(status.user_context);
+  LCI_ASSERT(request != nullptr, "a local completion without its request");
+  switch (request->kind) {
+    case request_kind_t::send_eager:
+    case request_kind_t::put:
+      complete_request(request, errorcode_t::done);
+      return;
+    case request_kind_t::send_rdv:
+      handle_rdv_write_done(device, request);
+      return;
+    case request_kind_t::get:
+      handle_get_done(device, request);
+      return;
+    case request_kind_t::recv:
+      break;
+  }
+  LCI_ASSERT(false, "a receive request in a local completion");
+}
+
+void dispatch(device_impl_t& device, const backend::net_status_t& status) {
+  if (status.fault != backend::net_fault_t::none) {
+    // The operation will never complete normally: its completion object
+    // hears of it (fatal), then the fault is thrown with rank and address.
+    if (status.user_context != nullptr) {
+      complete_request(static_cast<request_t*>(status.user_context), errorcode_t::fatal);
+    }
+    throw std::runtime_error("lci: " + backend::describe_fault(status));
+  }
+  if (status.opcode == backend::net_opcode_t::recv ||
+      status.opcode == backend::net_opcode_t::remote_write) {
+    dispatch_arrival(device, status);
+  } else {
+    dispatch_local(device, status);
+  }
+}
+
+struct depth_guard_t {
+  explicit depth_guard_t(unsigned& depth) : depth(depth) { ++depth; }
+  ~depth_guard_t() { --depth; }
+  unsigned& depth;
+};
+
+}  // namespace
+
+error_t progress_device(device_impl_t& device) {
+  unsigned& depth = device.runtime()->host().dispatch_depth();
+  if (depth != 0) {
+    throw std::logic_error(
+        "progress() called from inside a completion handler (handlers must not call "
+        "progress; post from the handler and progress from the caller's loop)");
+  }
+  depth_guard_t guard(depth);
+  bool progressed = device.drain_backlog();
+  backend::net_status_t statuses[poll_batch_max];
+  const std::size_t polled = device.net().poll_comp(statuses, poll_batch_max);
+  std::exception_ptr first_error;
+  for (std::size_t i = 0; i < polled; ++i) {
+    try {
+      dispatch(device, statuses[i]);
+    } catch (...) {
+      if (!first_error) first_error = std::current_exception();
+    }
+  }
+  progressed = device.replenish_receives() || progressed || polled > 0;
+  if (first_error) std::rethrow_exception(first_error);
+  return progressed ? errorcode_t::done : errorcode_t::retry;
+}
+
+}  // namespace lci::detail

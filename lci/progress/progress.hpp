@@ -1,0 +1,26 @@
+// The progress engine (paper §4.4): what progress() does for one device.
+//   1. re-run backlogged protocol steps (RTR, FIN, data writes, stores into
+//      a full matching table) until one is refused again;
+//   2. poll a batch of network completions and dispatch each: arrivals
+//      (eager data, RTS, RTR, FIN, rendezvous data, signals) to their
+//      protocol, local completions (sends, writes, reads) to their request;
+//   3. top the pre-posted receives up again.
+// Completion objects are signalled on the calling thread while it
+// dispatches; a handler that calls progress() is refused.
+//
+// Thread safety: any threads may progress one device at once.
+// Blocking:      never. Errors: a network fault (protection, crashed peer)
+//                or a misused message is thrown after the whole batch was
+//                dispatched, so nothing else in the batch is lost.
+#pragma once
+
+#include "lci/util/error.hpp"
+
+namespace lci::detail {
+
+class device_impl_t;
+
+// done when anything happened, retry when there was nothing to do.
+error_t progress_device(device_impl_t& device);
+
+}  // namespace lci::detail

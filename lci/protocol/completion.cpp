@@ -1,0 +1,26 @@
+#include "lci/comp/comp_impl.hpp"
+#include "lci/protocol/protocol.hpp"
+#include "lci/runtime/device_impl.hpp"
+#include "lci/runtime/runtime_impl.hpp"
+
+namespace lci::detail {
+
+status_t finish_at_once(const post_args_t& args, status_t status) {
+  status.error = errorcode_t::done;
+  if (args.allow_done || args.comp == nullptr) return status;
+  args.comp->signal(status);
+  return status_t(errorcode_t::posted);
+}
+
+void complete_request(request_t* request, errorcode_t code) {
+  device_impl_t& device = *request->device;
+  if (!request->owned_mr.is_empty()) device.net().deregister_memory(&request->owned_mr);
+  if (request->packet != nullptr) device.packet_pool()->pool.put(request->packet);
+  comp_impl_t* comp = request->comp;
+  status_t status = request->status;
+  status.error = code;
+  delete request;
+  if (comp != nullptr) comp->signal(status);
+}
+
+}  // namespace lci::detail

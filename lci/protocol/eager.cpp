@@ -1,0 +1,298 @@
+// Inject and buffer-copy (eager) sends and active messages, eager arrivals,
+// and the matching of sends with receives.
+#include <algorithm>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+
+#include "lci/comp/comp_impl.hpp"
+#include "lci/protocol/protocol.hpp"
+#include "lci/runtime/allocator.hpp"
+#include "lci/runtime/device_impl.hpp"
+#include "lci/runtime/runtime_impl.hpp"
+
+namespace lci::detail {
+
+namespace {
+
+struct encoded_t {
+  std::uint32_t imm;
+  bool header;
+  protocol::eager_header_t header_bytes;
+};
+
+encoded_t encode(const device_impl_t& device, protocol::msg_type_t type,
+                 const protocol::msg_fields_t& fields) {
+  const attr_runtime_t& attr = device.runtime()->attr();
+  encoded_t encoded{};
+  std::uint32_t value = 0;
+  if (protocol::pack_imm_value(type, fields, attr.imm_nbits_tag, attr.imm_nbits_rcomp, &value)) {
+    encoded.imm = protocol::make_imm(type, value);
+  } else {
+    encoded.imm = protocol::make_imm(type, 0, /*header=*/true);
+    encoded.header = true;
+    encoded.header_bytes = protocol::make_eager_header(fields);
+  }
+  return encoded;
+}
+
+protocol::msg_fields_t fields_of_post(const post_args_t& args, bool is_am) {
+  protocol::msg_fields_t fields;
+  fields.tag = args.tag;
+  if (is_am) {
+    fields.rcomp = args.remote_comp;
+  } else {
+    fields.matching_engine_index = args.matching_engine->index;
+    fields.policy = args.matching_policy;
+  }
+  return fields;
+}
+
+status_t local_status(const post_args_t& args) {
+  status_t status;
+  status.rank = args.rank;
+  status.buffer = args.buffer;
+  status.size = args.size;
+  status.tag = args.tag;
+  status.user_context = args.user_context;
+  return status;
+}
+
+[[noreturn]] void throw_truncated(std::size_t size, int rank, tag_t tag, std::size_t capacity) {
+  throw std::length_error("lci: a message of " + std::to_string(size) + " bytes from rank " +
+                          std::to_string(rank) + " (tag " + std::to_string(tag) +
+                          ") was truncated to its receive's " + std::to_string(capacity) +
+                          " bytes");
+}
+
+matching_entry_key_t key_of(matching_engine_impl_t& engine, int rank, tag_t tag,
+                            matching_policy_t policy) {
+  return engine.table.make_key(rank, tag, policy);
+}
+
+}  // namespace
+
+error_t send_control(device_impl_t& device, int rank, const void* data, std::size_t size,
+                     std::uint32_t imm) {
+  if (size <= device.inject_size_max()) return device.net().post_sends(rank, data, size, imm);
+  void* packet = device.packet_pool()->pool.get();
+  if (packet == nullptr) return errorcode_t::retry_nopacket;
+  LCI_ASSERT(size <= device.packet_payload_max(), "control message over a packet");
+  std::memcpy(packet, data, size);
+  auto* request = new request_t;
+  request->kind = request_kind_t::send_eager;
+  request->device = &device;
+  request->packet = packet;
+  const error_t error =
+      device.net().post_send(rank, packet, size, backend::net_mr_t{}, imm, request);
+  if (!error.is_done() && !error.is_posted()) {
+    request->packet = nullptr;
+    delete request;
+    device.packet_pool()->pool.put(packet);
+  }
+  return error;
+}
+
+status_t post_send_or_am(const post_args_t& args, bool is_am) {
+  device_impl_t& device = *args.device;
+  const protocol::msg_type_t type =
+      is_am ? protocol::msg_type_t::eager_am : protocol::msg_type_t::eager_send;
+  const protocol::msg_fields_t fields = fields_of_post(args, is_am);
+  const encoded_t encoded = encode(device, type, fields);
+  const std::size_t header_bytes = encoded.header ? sizeof(protocol::eager_header_t) : 0;
+  const std::size_t wire_size = header_bytes + args.size;
+  if (wire_size > device.packet_payload_max()) {
+    if (args.comp == nullptr) {
+      throw std::invalid_argument("local_comp = COMP_NULL with size = " +
+                                  std::to_string(args.size) + ": over get_max_bcopy_size() " +
+                                  "(a zero-copy message needs a completion object)");
+    }
+    return post_rts(args, is_am);
+  }
+  // Inject: the network copies; done at once, no completion comes back.
+  if (wire_size <= device.inject_size_max() && !encoded.header) {
+    const error_t error = device.net().post_sends(args.rank, args.buffer, args.size, encoded.imm);
+    if (!error.is_done()) return status_t(error);
+    return finish_at_once(args, local_status(args));
+  }
+  // Buffer-copy: through a packet the network returns at its completion.
+  void* packet = device.packet_pool()->pool.get();
+  if (packet == nullptr) return status_t(errorcode_t::retry_nopacket);
+  auto* bytes = static_cast<std::byte*>(packet);
+  if (encoded.header) std::memcpy(bytes, &encoded.header_bytes, header_bytes);
+  if (args.size > 0) std::memcpy(bytes + header_bytes, args.buffer, args.size);
+  auto* request = new request_t;
+  request->kind = request_kind_t::send_eager;
+  request->device = &device;
+  request->packet = packet;
+  const bool network_semantic = args.comp_semantic == comp_semantic_t::network;
+  if (network_semantic) {
+    request->comp = args.comp;
+    request->status = local_status(args);
+  }
+  const error_t error = device.net().post_send(args.rank, packet, wire_size, backend::net_mr_t{},
+                                               encoded.imm, request);
+  if (!error.is_done() && !error.is_posted()) {
+    request->packet = nullptr;
+    delete request;
+    device.packet_pool()->pool.put(packet);
+    return status_t(error);
+  }
+  if (network_semantic && args.comp != nullptr) return status_t(errorcode_t::posted);
+  // Memory semantic: the buffer is free again now.
+  return finish_at_once(args, local_status(args));
+}
+
+status_t post_recv_matched(const post_args_t& args) {
+  if (args.rank == ANY_SOURCE && (args.matching_policy == matching_policy_t::rank_only ||
+                                  args.matching_policy == matching_policy_t::rank_tag)) {
+    throw std::invalid_argument(
+        "rank = ANY_SOURCE needs matching_policy tag_only or none (the sender must use the "
+        "same policy)");
+  }
+  if (args.tag == ANY_TAG && (args.matching_policy == matching_policy_t::tag_only ||
+                              args.matching_policy == matching_policy_t::rank_tag)) {
+    throw std::invalid_argument(
+        "tag = ANY_TAG needs matching_policy rank_only or none (the sender must use the same "
+        "policy)");
+  }
+  matching_engine_impl_t& engine = *args.matching_engine;
+  const matching_entry_key_t key = key_of(engine, args.rank, args.tag, args.matching_policy);
+  auto* request = new request_t;
+  request->kind = request_kind_t::recv;
+  request->device = args.device;
+  request->comp = args.comp;
+  request->status = local_status(args);
+  request->capacity = args.size;
+  request->mr = args.mr;
+  const matching::insert_result_t result =
+      engine.table.insert(key, request, matching_entry_type_t::recv);
+  switch (result.kind) {
+    case matching::insert_kind_t::stored:
+      return status_t(errorcode_t::posted);
+    case matching::insert_kind_t::retry_nomem:
+      delete request;
+      return status_t(errorcode_t::retry_nomem);
+    case matching::insert_kind_t::matched:
+      break;
+  }
+  auto* message = static_cast<unexpected_t*>(result.value);
+  if (message->is_rts) {
+    match_receive(*args.device, request, message, /*signal=*/true);
+    return status_t(errorcode_t::posted);
+  }
+  // An eager message was waiting: the receive completes now.
+  const status_t status = match_receive(*args.device, request, message, /*signal=*/false);
+  return finish_at_once(args, status);
+}
+
+status_t match_receive(device_impl_t& device, request_t* recv, unexpected_t* message,
+                       bool signal) {
+  recv->status.rank = message->rank;
+  recv->status.tag = message->tag;
+  // Truncation: a message larger than its receive delivers the receive's
+  // capacity, completes, and is then reported as misuse (thrown).
+  const std::size_t message_size = message->size;
+  if (message->is_rts) {
+    recv->status.size = std::min<std::size_t>(message_size, recv->capacity);
+    const rts_t rts = message->rts;
+    const int rank = message->rank;
+    delete message;
+    const std::size_t capacity = recv->capacity;
+    start_rtr(device, recv, rts);
+    if (message_size > capacity) throw_truncated(message_size, rank, rts.tag, capacity);
+    return status_t(errorcode_t::posted);
+  }
+  const std::size_t copied = std::min(message_size, recv->capacity);
+  if (copied > 0) std::memcpy(recv->status.buffer, message->data, copied);
+  recv->status.size = copied;
+  device.packet_pool()->pool.put(message->packet);
+  const int rank = message->rank;
+  const tag_t tag = message->tag;
+  delete message;
+  const std::size_t capacity = recv->capacity;
+  status_t status = recv->status;
+  status.error = errorcode_t::done;
+  if (signal) {
+    complete_request(recv, errorcode_t::done);
+  } else {
+    delete recv;
+  }
+  if (message_size > capacity) throw_truncated(message_size, rank, tag, capacity);
+  return status;
+}
+
+void handle_eager(device_impl_t& device, const backend::net_status_t& net_status,
+                  protocol::msg_type_t type) {
+  runtime_impl_t& runtime = *device.runtime();
+  const attr_runtime_t& attr = runtime.attr();
+  const std::uint32_t imm = net_status.imm_data;
+  protocol::msg_fields_t fields;
+  std::size_t header_bytes = 0;
+  if (protocol::imm_has_header(imm)) {
+    protocol::eager_header_t header;
+    std::memcpy(&header, net_status.buffer, sizeof(header));
+    fields = protocol::fields_of(header);
+    header_bytes = sizeof(header);
+  } else {
+    fields = protocol::unpack_imm_value(type, protocol::imm_value(imm), attr.imm_nbits_tag,
+                                        attr.imm_nbits_rcomp);
+  }
+  const auto* data = static_cast<const std::byte*>(net_status.buffer) + header_bytes;
+  const std::size_t size = net_status.length - header_bytes;
+  if (type == protocol::msg_type_t::eager_am) {
+    comp_impl_t* comp = runtime.rcomp_target(fields.rcomp);
+    status_t status;
+    status.error = errorcode_t::done;
+    status.rank = net_status.rank;
+    status.tag = fields.tag;
+    status.size = size;
+    if (size > 0) {
+      status.buffer = allocate_user_buffer(size);
+      std::memcpy(status.buffer, data, size);
+    }
+    device.packet_pool()->pool.put(net_status.buffer);
+    if (comp == nullptr) {
+      deallocate_user_buffer(status.buffer);
+      throw std::runtime_error("lci: an active message from rank " +
+                               std::to_string(net_status.rank) + " names remote_comp " +
+                               std::to_string(fields.rcomp) + ", which is not registered here");
+    }
+    comp->signal(status);
+    return;
+  }
+  matching_engine_impl_t* engine = runtime.matching_engine_at(fields.matching_engine_index);
+  if (engine == nullptr) {
+    device.packet_pool()->pool.put(net_status.buffer);
+    throw std::runtime_error("lci: a message from rank " + std::to_string(net_status.rank) +
+                             " names matching engine " +
+                             std::to_string(fields.matching_engine_index) +
+                             ", which does not exist here");
+  }
+  auto* message = new unexpected_t;
+  message->rank = net_status.rank;
+  message->tag = fields.tag;
+  message->size = size;
+  message->packet = net_status.buffer;
+  message->data = data;
+  const matching_entry_key_t key = key_of(*engine, net_status.rank, fields.tag, fields.policy);
+  insert_unexpected(device, *engine, key, message);
+}
+
+void insert_unexpected(device_impl_t& device, matching_engine_impl_t& engine,
+                       matching_entry_key_t key, unexpected_t* message) {
+  device_impl_t* device_ptr = &device;
+  matching_engine_impl_t* engine_ptr = &engine;
+  (void)device.run_or_backlog([device_ptr, engine_ptr, key, message]() -> error_t {
+    const matching::insert_result_t result =
+        engine_ptr->table.insert(key, message, matching_entry_type_t::send);
+    if (result.kind == matching::insert_kind_t::retry_nomem) return errorcode_t::retry_nomem;
+    if (result.kind == matching::insert_kind_t::matched) {
+      match_receive(*device_ptr, static_cast<request_t*>(result.value), message,
+                    /*signal=*/true);
+    }
+    return errorcode_t::done;
+  });
+}
+
+}  // namespace lci::detail

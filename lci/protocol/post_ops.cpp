@@ -1,0 +1,175 @@
+// The public posting operations (post_comm and its spellings post_send,
+// post_recv, post_am, post_put, post_get): resolve the options into a
+// post_args_t and run post_comm (protocol.hpp).
+#include <stdexcept>
+
+#include "lci/api/lci_generated.hpp"
+#include "lci/protocol/protocol.hpp"
+#include "lci/runtime/resolve.hpp"
+
+namespace lci {
+
+namespace {
+
+struct common_options_t {
+  device_t device;
+  endpoint_t endpoint;
+  packet_pool_t packet_pool;
+  matching_engine_t matching_engine;
+  comp_semantic_t comp_semantic;
+  mr_t mr;
+  void* user_context;
+  bool allow_done;
+  bool allow_posted;
+  bool allow_retry;
+  runtime_t runtime;
+};
+
+detail::post_args_t resolve(direction_t direction, int rank, void* local_buffer, std::size_t size,
+                            comp_t local_comp, const common_options_t& options) {
+  detail::runtime_impl_t& runtime = detail::resolve_runtime(options.runtime);
+  detail::post_args_t args;
+  args.direction = direction;
+  args.rank = rank;
+  args.buffer = local_buffer;
+  args.size = size;
+  device_t device = options.device;
+  if (device.is_empty() && !options.endpoint.is_empty()) {
+    device = device_t(options.endpoint.p_impl->device);
+  }
+  args.device = &detail::resolve_device(runtime, device);
+  if (!options.endpoint.is_empty() && options.endpoint.p_impl->device != args.device) {
+    throw std::invalid_argument("endpoint: belongs to another device than `device`");
+  }
+  if (!options.packet_pool.is_empty() &&
+      options.packet_pool.p_impl != args.device->packet_pool()) {
+    throw std::invalid_argument("packet_pool: not the packet pool of the device");
+  }
+  args.matching_engine = &detail::resolve_matching_engine(runtime, options.matching_engine);
+  args.comp = detail::resolve_comp(local_comp);
+  args.comp_semantic = options.comp_semantic;
+  if (!options.mr.is_empty()) {
+    if (options.mr.p_impl->device != args.device) {
+      throw std::invalid_argument("mr: registered with another device");
+    }
+    args.mr = options.mr.p_impl->net_mr;
+  }
+  args.user_context = options.user_context;
+  args.allow_done = options.allow_done;
+  args.allow_posted = options.allow_posted;
+  args.allow_retry = options.allow_retry;
+  // COMP_NULL: nothing to signal and nothing to hand retry back through;
+  // COMP_NULL_RETRY: the caller takes retry.
+  if (local_comp.is_empty()) {
+    args.allow_retry = false;
+    args.allow_posted = false;
+  } else if (local_comp.p_impl == detail::comp_null_retry_sentinel()) {
+    args.allow_posted = false;
+  }
+  return args;
+}
+
+}  // namespace
+
+status_t post_comm_x::call_impl(direction_t direction, int rank, void* local_buffer,
+                                size_t size, comp_t local_comp, device_t device,
+                                endpoint_t endpoint, packet_pool_t packet_pool,
+                                matching_engine_t matching_engine, comp_semantic_t comp_semantic,
+                                mr_t mr, uintptr_t remote_disp, rmr_t rmr, tag_t tag,
+                                rcomp_t remote_comp, void* user_context,
+                                matching_policy_t matching_policy, bool allow_done,
+                                bool allow_posted, bool allow_retry, runtime_t runtime) const {
+  detail::post_args_t args = resolve(
+      direction, rank, local_buffer, size, local_comp,
+      {device, endpoint, packet_pool, matching_engine, comp_semantic, mr, user_context, allow_done,
+       allow_posted, allow_retry, runtime});
+  args.remote_disp = remote_disp;
+  args.rmr = rmr;
+  args.tag = tag;
+  args.remote_comp = remote_comp;
+  args.matching_policy = matching_policy;
+  return detail::post_comm(args);
+}
+
+status_t post_am_x::call_impl(int rank, void* local_buffer, size_t size, comp_t local_comp,
+                              rcomp_t remote_comp, device_t device, endpoint_t endpoint,
+                              packet_pool_t packet_pool, comp_semantic_t comp_semantic, mr_t mr,
+                              tag_t tag, void* user_context, bool allow_done, bool allow_posted,
+                              bool allow_retry, runtime_t runtime) const {
+  if (remote_comp == 0) throw std::invalid_argument("post_am: remote_comp = 0 (none)");
+  detail::post_args_t args = resolve(
+      direction_t::OUT, rank, local_buffer, size, local_comp,
+      {device, endpoint, packet_pool, matching_engine_t{}, comp_semantic, mr, user_context,
+       allow_done, allow_posted, allow_retry, runtime});
+  args.tag = tag;
+  args.remote_comp = remote_comp;
+  return detail::post_comm(args);
+}
+
+status_t post_send_x::call_impl(int rank, void* local_buffer, size_t size, tag_t tag,
+                                comp_t local_comp, device_t device, endpoint_t endpoint,
+                                packet_pool_t packet_pool, matching_engine_t matching_engine,
+                                comp_semantic_t comp_semantic, mr_t mr, void* user_context,
+                                matching_policy_t matching_policy, bool allow_done,
+                                bool allow_posted, bool allow_retry, runtime_t runtime) const {
+  detail::post_args_t args = resolve(
+      direction_t::OUT, rank, local_buffer, size, local_comp,
+      {device, endpoint, packet_pool, matching_engine, comp_semantic, mr, user_context,
+       allow_done, allow_posted, allow_retry, runtime});
+  args.tag = tag;
+  args.matching_policy = matching_policy;
+  return detail::post_comm(args);
+}
+
+status_t post_recv_x::call_impl(int rank, void* local_buffer, size_t size, tag_t tag,
+                                comp_t local_comp, device_t device, endpoint_t endpoint,
+                                packet_pool_t packet_pool, matching_engine_t matching_engine,
+                                comp_semantic_t comp_semantic, mr_t mr, void* user_context,
+                                matching_policy_t matching_policy, bool allow_done,
+                                bool allow_posted, bool allow_retry, runtime_t runtime) const {
+  detail::post_args_t args = resolve(
+      direction_t::IN, rank, local_buffer, size, local_comp,
+      {device, endpoint, packet_pool, matching_engine, comp_semantic, mr, user_context,
+       allow_done, allow_posted, allow_retry, runtime});
+  args.tag = tag;
+  args.matching_policy = matching_policy;
+  return detail::post_comm(args);
+}
+
+status_t post_put_x::call_impl(int rank, void* local_buffer, size_t size, comp_t local_comp,
+                               uintptr_t remote_disp, rmr_t rmr, device_t device,
+                               endpoint_t endpoint, packet_pool_t packet_pool,
+                               comp_semantic_t comp_semantic, mr_t mr, tag_t tag,
+                               rcomp_t remote_comp, void* user_context, bool allow_done,
+                               bool allow_posted, bool allow_retry, runtime_t runtime) const {
+  if (rmr.is_empty()) throw std::invalid_argument("post_put: rmr is empty");
+  detail::post_args_t args = resolve(
+      direction_t::OUT, rank, local_buffer, size, local_comp,
+      {device, endpoint, packet_pool, matching_engine_t{}, comp_semantic, mr, user_context,
+       allow_done, allow_posted, allow_retry, runtime});
+  args.remote_disp = remote_disp;
+  args.rmr = rmr;
+  args.tag = tag;
+  args.remote_comp = remote_comp;
+  return detail::post_comm(args);
+}
+
+status_t post_get_x::call_impl(int rank, void* local_buffer, size_t size, comp_t local_comp,
+                               uintptr_t remote_disp, rmr_t rmr, device_t device,
+                               endpoint_t endpoint, packet_pool_t packet_pool,
+                               comp_semantic_t comp_semantic, mr_t mr, tag_t tag,
+                               rcomp_t remote_comp, void* user_context, bool allow_done,
+                               bool allow_posted, bool allow_retry, runtime_t runtime) const {
+  if (rmr.is_empty()) throw std::invalid_argument("post_get: rmr is empty");
+  detail::post_args_t args = resolve(
+      direction_t::IN, rank, local_buffer, size, local_comp,
+      {device, endpoint, packet_pool, matching_engine_t{}, comp_semantic, mr, user_context,
+       allow_done, allow_posted, allow_retry, runtime});
+  args.remote_disp = remote_disp;
+  args.rmr = rmr;
+  args.tag = tag;
+  args.remote_comp = remote_comp;
+  return detail::post_comm(args);
+}
+
+}  // namespace lci

@@ -1,0 +1,101 @@
+// The communication protocols (paper §4.3) as the progress engine and the
+// posting operations see them. One file per protocol:
+//   post_comm.cpp    validation and Table 1: which protocol an operation takes
+//   eager.cpp        inject and buffer-copy sends; eager arrivals; matching
+//   rendezvous.cpp   RTS -> match/allocate -> RTR -> RDMA write -> FIN or
+//                    write-with-immediate
+//   rma.cpp          put/get (with and without a remote completion)
+//   completion.cpp   finishing an operation: done status or a signal
+// lci/progress/progress.cpp polls the network and calls the handle_* below.
+//
+// Thread safety: every function may run concurrently from any threads.
+// Blocking:      never (a handler completion object runs user code).
+// Errors:        bad arguments throw std::invalid_argument naming the
+//                argument and value, before anything is changed.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "backends/backend.hpp"
+#include "lci/api/lci_types.hpp"
+#include "lci/protocol/immediate.hpp"
+#include "lci/protocol/request.hpp"
+
+namespace lci::detail {
+
+class device_impl_t;
+class matching_engine_impl_t;
+class comp_impl_t;
+
+// One operation, with every default resolved.
+struct post_args_t {
+  direction_t direction = direction_t::OUT;
+  int rank = 0;
+  void* buffer = nullptr;
+  std::size_t size = 0;
+  comp_impl_t* comp = nullptr;  // nullptr: COMP_NULL / COMP_NULL_RETRY
+  device_impl_t* device = nullptr;
+  matching_engine_impl_t* matching_engine = nullptr;
+  comp_semantic_t comp_semantic = comp_semantic_t::memory;
+  backend::net_mr_t mr;  // empty: the runtime registers what it needs
+  std::uintptr_t remote_disp = 0;
+  rmr_t rmr;
+  tag_t tag = 0;
+  rcomp_t remote_comp = 0;
+  void* user_context = nullptr;
+  matching_policy_t matching_policy = matching_policy_t::rank_tag;
+  bool allow_done = true;
+  bool allow_posted = true;
+  bool allow_retry = true;
+};
+
+// Validates and runs one operation (Table 1); retry is pushed to the
+// device's backlog when allow_retry is false.
+status_t post_comm(const post_args_t& args);
+
+// Protocol entry points used by post_comm (args already validated).
+status_t post_send_or_am(const post_args_t& args, bool is_am);
+status_t post_recv_matched(const post_args_t& args);
+status_t post_put(const post_args_t& args);
+status_t post_get(const post_args_t& args);
+
+// Immediate completion: a done status when allowed, else the completion
+// object is signalled and posted is returned.
+status_t finish_at_once(const post_args_t& args, status_t status);
+// Signals `request`'s completion object (if any) with `code`, releases what
+// the request holds (packet, registration) and deletes it.
+void complete_request(request_t* request, errorcode_t code);
+
+// Progress: a network completion of each kind.
+void handle_incoming(device_impl_t& device, const backend::net_status_t& status);
+void handle_local_completion(device_impl_t& device, const backend::net_status_t& status);
+
+// Between protocols.
+void handle_eager(device_impl_t& device, const backend::net_status_t& status,
+                  protocol::msg_type_t type);
+void handle_rts(device_impl_t& device, int rank, const rts_t& rts);
+void handle_rtr(device_impl_t& device, int rank, const rtr_t& rtr);
+void handle_rdv_done(device_impl_t& device, std::uint32_t rdv_id);
+void handle_signal(device_impl_t& device, const backend::net_status_t& status,
+                   protocol::msg_type_t type);
+void handle_rdv_write_done(device_impl_t& device, request_t* request);
+void handle_get_done(device_impl_t& device, request_t* request);
+// A receive meets an unexpected message (eager or RTS); takes both. Eager:
+// copies, and completes the receive (signal) or returns its status for the
+// caller to complete (!signal). RTS: starts the RTR; returns posted.
+status_t match_receive(device_impl_t& device, request_t* recv, unexpected_t* message,
+                       bool signal);
+// Stores an arrived send in the matching table, or matches it; queued on the
+// backlog while the table is full.
+void insert_unexpected(device_impl_t& device, matching_engine_impl_t& engine,
+                       matching_entry_key_t key, unexpected_t* message);
+// Rendezvous steps.
+status_t post_rts(const post_args_t& args, bool is_am);
+void start_rtr(device_impl_t& device, request_t* recv, const rts_t& rts);
+// Sends a small control message (RTS/RTR/FIN/get signal): inject when it
+// fits, else through a packet. Retry when the network refuses.
+error_t send_control(device_impl_t& device, int rank, const void* data, std::size_t size,
+                     std::uint32_t imm);
+
+}  // namespace lci::detail

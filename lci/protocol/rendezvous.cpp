@@ -1,0 +1,161 @@
+// Zero-copy rendezvous (paper §4.3): RTS -> match (send) or allocate (AM) ->
+// RTR carrying the target buffer's remote key -> RDMA write -> FIN, or, with
+// the write-with-immediate protocol, a write whose immediate data completes
+// the receive and needs no FIN.
+#include <cstring>
+#include <stdexcept>
+#include <string>
+
+#include "lci/comp/comp_impl.hpp"
+#include "lci/protocol/protocol.hpp"
+#include "lci/runtime/allocator.hpp"
+#include "lci/runtime/device_impl.hpp"
+#include "lci/runtime/runtime_impl.hpp"
+
+namespace lci::detail {
+
+status_t post_rts(const post_args_t& args, bool is_am) {
+  device_impl_t& device = *args.device;
+  auto* request = new request_t;
+  request->kind = request_kind_t::send_rdv;
+  request->device = &device;
+  request->comp = args.comp;
+  request->status.rank = args.rank;
+  request->status.buffer = args.buffer;
+  request->status.size = args.size;
+  request->status.tag = args.tag;
+  request->status.user_context = args.user_context;
+  request->mr = args.mr;
+  if (request->mr.is_empty()) {
+    const error_t error = device.net().register_memory(args.buffer, args.size, &request->owned_mr);
+    if (!error.is_done()) {
+      delete request;
+      return status_t(error);
+    }
+    request->mr = request->owned_mr;
+  }
+  rts_t rts{};
+  rts.send_request = reinterpret_cast<std::uint64_t>(request);
+  rts.size = args.size;
+  rts.tag = args.tag;
+  rts.is_am = is_am ? 1 : 0;
+  if (is_am) {
+    rts.rcomp = args.remote_comp;
+  } else {
+    rts.matching_engine_index = args.matching_engine->index;
+    rts.policy = static_cast<std::uint8_t>(args.matching_policy);
+  }
+  const error_t error =
+      send_control(device, args.rank, &rts, sizeof(rts), protocol::make_imm(protocol::msg_type_t::rts, 0));
+  if (!error.is_done() && !error.is_posted()) {
+    if (!request->owned_mr.is_empty()) device.net().deregister_memory(&request->owned_mr);
+    delete request;
+    return status_t(error);
+  }
+  return status_t(errorcode_t::posted);
+}
+
+void handle_rts(device_impl_t& device, int rank, const rts_t& rts) {
+  runtime_impl_t& runtime = *device.runtime();
+  if (rts.is_am) {
+    comp_impl_t* comp = runtime.rcomp_target(rts.rcomp);
+    if (comp == nullptr) {
+      throw std::runtime_error("lci: an active message from rank " + std::to_string(rank) +
+                               " names remote_comp " + std::to_string(rts.rcomp) +
+                               ", which is not registered here (its sender waits forever)");
+    }
+    auto* recv = new request_t;
+    recv->kind = request_kind_t::recv;
+    recv->device = &device;
+    recv->comp = comp;
+    recv->status.rank = rank;
+    recv->status.tag = rts.tag;
+    recv->status.size = rts.size;
+    recv->status.buffer = allocate_user_buffer(rts.size);
+    recv->capacity = rts.size;
+    start_rtr(device, recv, rts);
+    return;
+  }
+  matching_engine_impl_t* engine = runtime.matching_engine_at(rts.matching_engine_index);
+  if (engine == nullptr) {
+    throw std::runtime_error("lci: a rendezvous send from rank " + std::to_string(rank) +
+                             " names matching engine " +
+                             std::to_string(rts.matching_engine_index) +
+                             ", which does not exist here");
+  }
+  auto* message = new unexpected_t;
+  message->is_rts = true;
+  message->rank = rank;
+  message->tag = rts.tag;
+  message->size = rts.size;
+  message->rts = rts;
+  const matching_entry_key_t key =
+      engine->table.make_key(rank, rts.tag, static_cast<matching_policy_t>(rts.policy));
+  insert_unexpected(device, *engine, key, message);
+}
+
+void start_rtr(device_impl_t& device, request_t* recv, const rts_t& rts) {
+  recv->peer_request = rts.send_request;
+  device_impl_t* device_ptr = &device;
+  (void)device.run_or_backlog([device_ptr, recv]() -> error_t {
+    device_impl_t& d = *device_ptr;
+    if (recv->mr.is_empty()) {
+      const error_t error =
+          d.net().register_memory(recv->status.buffer, recv->capacity, &recv->owned_mr);
+      if (!error.is_done()) return error;
+      recv->mr = recv->owned_mr;
+    }
+    if (recv->rdv_id == rdv_id_none) recv->rdv_id = d.runtime()->rdv_table().add(recv);
+    const backend::net_rmr_t rmr = d.net().get_rmr(recv->mr);
+    rtr_t rtr{};
+    rtr.send_request = recv->peer_request;
+    rtr.base = rmr.base + (reinterpret_cast<std::uintptr_t>(recv->status.buffer) -
+                           reinterpret_cast<std::uintptr_t>(recv->mr.base));
+    rtr.rkey = rmr.rkey;
+    rtr.size = recv->status.size;
+    rtr.rdv_id = recv->rdv_id;
+    // After this send succeeds the sender may write and complete the
+    // receive at once: `recv` must not be touched again here.
+    return send_control(d, recv->status.rank, &rtr, sizeof(rtr),
+                        protocol::make_imm(protocol::msg_type_t::rtr, 0));
+  });
+}
+
+void handle_rtr(device_impl_t& device, int rank, const rtr_t& rtr) {
+  auto* send = reinterpret_cast<request_t*>(rtr.send_request);
+  LCI_ASSERT(send->kind == request_kind_t::send_rdv, "RTR for a request that is not a send");
+  const bool with_imm = device.runtime()->attr().rdv_protocol == attr_rdv_protocol_t::writeimm &&
+                        device.net().attr().supports_put_imm;
+  if (!with_imm) send->rdv_id = rtr.rdv_id;
+  device_impl_t* device_ptr = &device;
+  const backend::net_rmr_t rmr{rtr.base, rtr.rkey};
+  const std::size_t size = rtr.size;
+  const std::uint32_t rdv_id = rtr.rdv_id;
+  (void)device.run_or_backlog([device_ptr, send, rank, rmr, size, rdv_id, with_imm]() -> error_t {
+    backend::net_device_t& net = device_ptr->net();
+    if (with_imm) {
+      return net.post_putImm(rank, send->status.buffer, size, send->mr, 0, rmr,
+                             protocol::make_imm(protocol::msg_type_t::rdv_data, rdv_id), send);
+    }
+    return net.post_put(rank, send->status.buffer, size, send->mr, 0, rmr, send);
+  });
+}
+
+void handle_rdv_write_done(device_impl_t& device, request_t* send) {
+  if (send->rdv_id != rdv_id_none) {  // write protocol: tell the target
+    device_impl_t* device_ptr = &device;
+    const int rank = send->status.rank;
+    const std::uint32_t imm = protocol::make_imm(protocol::msg_type_t::fin, send->rdv_id);
+    (void)device.run_or_backlog([device_ptr, rank, imm]() -> error_t {
+      return send_control(*device_ptr, rank, nullptr, 0, imm);
+    });
+  }
+  complete_request(send, errorcode_t::done);
+}
+
+void handle_rdv_done(device_impl_t& device, std::uint32_t rdv_id) {
+  request_t* recv = device.runtime()->rdv_table().take(rdv_id);
+  complete_request(recv, errorcode_t::done);
+}
+
+}  // namespace lci::detail

@@ -1,0 +1,87 @@
+// request_t: an operation the runtime has accepted and not yet completed —
+// what a backend completion's user_context points to, what the matching
+// table stores for a posted receive, and what a rendezvous id names.
+// unexpected_t: an incoming matched message that found no receive yet.
+//
+// Thread safety: a request is owned by exactly one party at a time (the
+//                posting thread, the network, the matching table, the
+//                rendezvous table); handing it over is what publishes it.
+// Ownership:     created by a post or by progress; deleted by complete().
+// Allocation:    one heap object per operation that is not done at once.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "backends/backend.hpp"
+#include "lci/api/lci_types.hpp"
+#include "lci/protocol/immediate.hpp"
+
+namespace lci::detail {
+
+class comp_impl_t;
+class device_impl_t;
+
+enum class request_kind_t : std::uint8_t {
+  send_eager,  // an eager send/AM from a packet (comp_semantic network)
+  send_rdv,    // the sending side of a rendezvous, from RTS to the write's completion
+  recv,        // a posted receive (matching), or the receiving side of a rendezvous
+  put,
+  get,
+};
+
+inline constexpr std::uint32_t rdv_id_none = ~std::uint32_t{0};
+
+struct request_t {
+  request_kind_t kind = request_kind_t::send_eager;
+  device_impl_t* device = nullptr;
+  comp_impl_t* comp = nullptr;  // nullptr: COMP_NULL
+  status_t status;              // what comp gets (error set at completion)
+  // A registration the runtime made for this operation and must undo.
+  backend::net_mr_t owned_mr;
+  backend::net_mr_t mr;  // the registration the data moves through
+  void* packet = nullptr;  // a packet to return to the pool at completion
+  // Receives: the buffer's capacity (status.size is the message's size).
+  std::size_t capacity = 0;
+  // Get with a remote completion: the get_signal's immediate data, sent to
+  // the target after the read (0: none).
+  std::uint32_t signal_imm = 0;
+  std::uint32_t rdv_id = rdv_id_none;  // recv: our id; send_rdv (write): the target's, for FIN
+  std::uint64_t peer_request = 0;      // recv rdv: the sender's request, echoed in the RTR
+};
+
+// Rendezvous "ready to send": leads an rts message's payload.
+struct rts_t {
+  std::uint64_t send_request;  // the sender's request_t*, echoed in the RTR
+  std::uint64_t size;
+  tag_t tag;
+  std::uint32_t matching_engine_index;
+  rcomp_t rcomp;
+  std::uint8_t policy;  // matching_policy_t (send)
+  std::uint8_t is_am;
+  std::uint8_t padding[6];
+};
+
+// Rendezvous "ready to receive".
+struct rtr_t {
+  std::uint64_t send_request;
+  std::uint64_t base;  // the receive buffer, registered
+  std::uint64_t rkey;
+  std::uint64_t size;     // what the sender writes: min(message, receive capacity)
+  std::uint32_t rdv_id;   // the receiver's rendezvous id (FIN / write-with-imm)
+  std::uint32_t padding;
+};
+
+// An incoming send that found no posted receive: stored in the matching
+// table until a receive takes it.
+struct unexpected_t {
+  bool is_rts = false;
+  int rank = -1;
+  tag_t tag = 0;
+  std::size_t size = 0;
+  void* packet = nullptr;      // eager: the packet holding the payload
+  const void* data = nullptr;  // eager: the payload inside it
+  rts_t rts{};                 // rendezvous
+};
+
+}  // namespace lci::detail

@@ -1,0 +1,144 @@
+// RMA put and get (paper §4.3: mapped directly to the network's RDMA), with
+// an optional remote completion: a put's immediate data signals the target's
+// rcomp; a get is followed by a small get_signal message (no network offers
+// RDMA read with notification).
+#include <stdexcept>
+#include <string>
+
+#include "lci/comp/comp_impl.hpp"
+#include "lci/protocol/protocol.hpp"
+#include "lci/runtime/device_impl.hpp"
+#include "lci/runtime/runtime_impl.hpp"
+
+namespace lci::detail {
+
+namespace {
+
+backend::net_rmr_t net_rmr_of(const rmr_t& rmr) { return {rmr.base, rmr.opaque_rkey}; }
+
+// The immediate value of a put/get with a remote completion.
+std::uint32_t signal_imm(const post_args_t& args, protocol::msg_type_t type) {
+  const attr_runtime_t& attr = args.device->runtime()->attr();
+  protocol::msg_fields_t fields;
+  fields.rcomp = args.remote_comp;
+  fields.tag = args.tag;
+  std::uint32_t value = 0;
+  if (!protocol::pack_imm_value(type, fields, attr.imm_nbits_tag, attr.imm_nbits_rcomp, &value)) {
+    throw std::invalid_argument(
+        "remote_comp = " + std::to_string(args.remote_comp) + " with tag = " +
+        std::to_string(args.tag) + ": does not fit the immediate data (imm_nbits_rcomp = " +
+        std::to_string(attr.imm_nbits_rcomp) + ")");
+  }
+  return protocol::make_imm(type, value);
+}
+
+request_t* new_rma_request(const post_args_t& args, request_kind_t kind) {
+  auto* request = new request_t;
+  request->kind = kind;
+  request->device = args.device;
+  request->comp = args.comp;
+  request->status.rank = args.rank;
+  request->status.buffer = args.buffer;
+  request->status.size = args.size;
+  request->status.tag = args.tag;
+  request->status.user_context = args.user_context;
+  request->mr = args.mr;
+  return request;
+}
+
+// Registers the local buffer unless the user gave an mr; false on retry.
+bool ensure_registered(device_impl_t& device, request_t* request, error_t* error) {
+  if (!request->mr.is_empty()) return true;
+  *error = device.net().register_memory(request->status.buffer, request->status.size,
+                                        &request->owned_mr);
+  if (!error->is_done()) return false;
+  request->mr = request->owned_mr;
+  return true;
+}
+
+status_t abandon(device_impl_t& device, request_t* request, error_t error) {
+  if (!request->owned_mr.is_empty()) device.net().deregister_memory(&request->owned_mr);
+  delete request;
+  return status_t(error);
+}
+
+}  // namespace
+
+status_t post_put(const post_args_t& args) {
+  device_impl_t& device = *args.device;
+  backend::net_device_t& net = device.net();
+  const bool signal = args.remote_comp != 0;
+  const std::uint32_t imm = signal ? signal_imm(args, protocol::msg_type_t::put_signal) : 0;
+  const backend::net_rmr_t rmr = net_rmr_of(args.rmr);
+  if (args.size <= device.inject_size_max() && args.mr.is_empty()) {
+    const error_t error = signal ? net.post_putImms(args.rank, args.buffer, args.size,
+                                                    args.remote_disp, rmr, imm)
+                                 : net.post_puts(args.rank, args.buffer, args.size,
+                                                 args.remote_disp, rmr);
+    if (!error.is_done()) return status_t(error);
+    status_t status;
+    status.rank = args.rank;
+    status.buffer = args.buffer;
+    status.size = args.size;
+    status.tag = args.tag;
+    status.user_context = args.user_context;
+    return finish_at_once(args, status);
+  }
+  request_t* request = new_rma_request(args, request_kind_t::put);
+  error_t error;
+  if (!ensure_registered(device, request, &error)) return abandon(device, request, error);
+  error = signal ? net.post_putImm(args.rank, args.buffer, args.size, request->mr,
+                                   args.remote_disp, rmr, imm, request)
+                 : net.post_put(args.rank, args.buffer, args.size, request->mr, args.remote_disp,
+                                rmr, request);
+  if (!error.is_done() && !error.is_posted()) return abandon(device, request, error);
+  return status_t(errorcode_t::posted);
+}
+
+status_t post_get(const post_args_t& args) {
+  device_impl_t& device = *args.device;
+  const bool signal = args.remote_comp != 0;
+  const std::uint32_t imm = signal ? signal_imm(args, protocol::msg_type_t::get_signal) : 0;
+  request_t* request = new_rma_request(args, request_kind_t::get);
+  request->signal_imm = imm;
+  error_t error;
+  if (!ensure_registered(device, request, &error)) return abandon(device, request, error);
+  error = device.net().post_get(args.rank, args.buffer, args.size, request->mr, args.remote_disp,
+                                net_rmr_of(args.rmr), request);
+  if (!error.is_done() && !error.is_posted()) return abandon(device, request, error);
+  return status_t(errorcode_t::posted);
+}
+
+void handle_get_done(device_impl_t& device, request_t* request) {
+  if (request->signal_imm != 0) {
+    device_impl_t* device_ptr = &device;
+    const int rank = request->status.rank;
+    const std::uint32_t imm = request->signal_imm;
+    (void)device.run_or_backlog([device_ptr, rank, imm]() -> error_t {
+      return send_control(*device_ptr, rank, nullptr, 0, imm);
+    });
+  }
+  complete_request(request, errorcode_t::done);
+}
+
+void handle_signal(device_impl_t& device, const backend::net_status_t& net_status,
+                   protocol::msg_type_t type) {
+  runtime_impl_t& runtime = *device.runtime();
+  const attr_runtime_t& attr = runtime.attr();
+  const protocol::msg_fields_t fields = protocol::unpack_imm_value(
+      type, protocol::imm_value(net_status.imm_data), attr.imm_nbits_tag, attr.imm_nbits_rcomp);
+  comp_impl_t* comp = runtime.rcomp_target(fields.rcomp);
+  if (comp == nullptr) {
+    throw std::runtime_error("lci: a remote completion from rank " +
+                             std::to_string(net_status.rank) + " names remote_comp " +
+                             std::to_string(fields.rcomp) + ", which is not registered here");
+  }
+  status_t status;
+  status.error = errorcode_t::done;
+  status.rank = net_status.rank;
+  status.tag = fields.tag;
+  status.size = type == protocol::msg_type_t::put_signal ? net_status.length : 0;
+  comp->signal(status);
+}
+
+}  // namespace lci::detail

@@ -1,0 +1,126 @@
+#include "lci/runtime/device_impl.hpp"
+
+#include <stdexcept>
+#include <string>
+
+#include "lci/protocol/immediate.hpp"
+#include "lci/runtime/runtime_impl.hpp"
+
+namespace lci::detail {
+
+namespace {
+// Protocol steps waiting for the network at once, per device. A step is only
+// queued when the network refused it, so this bounds how far progress may
+// fall behind a burst of rendezvous handshakes.
+constexpr std::size_t backlog_entries_max = 4096;
+
+std::unique_ptr<backend::net_device_t> open_net_device(runtime_impl_t* runtime,
+                                                       const attr_device_t& attr) {
+  backend::net_device_attr_t requested;
+  requested.net_max_sends = attr.net_max_sends;
+  requested.net_max_recvs = attr.net_max_recvs;
+  requested.net_max_cqes = attr.net_max_cqes;
+  return runtime->net().alloc_device(requested);
+}
+}  // namespace
+
+device_impl_t::device_impl_t(runtime_impl_t* runtime, const attr_device_t& attr,
+                             packet_pool_impl_t* packet_pool)
+    : runtime_(runtime),
+      attr_(attr),
+      net_(open_net_device(runtime, attr)),
+      packet_pool_(packet_pool),
+      backlog_(backlog_entries_max) {
+  const backend::net_device_attr_t& net_attr = net_->attr();
+  attr_.net_max_sends = net_attr.net_max_sends;
+  attr_.net_max_recvs = net_attr.net_max_recvs;
+  attr_.net_max_cqes = net_attr.net_max_cqes;
+  recvs_target_ = net_attr.net_max_recvs;
+  if (attr_.alloc_default_endpoint) {
+    attr_endpoint_t endpoint_attr = get_default_attr_endpoint();
+    default_endpoint_ = std::make_unique<endpoint_impl_t>(this, endpoint_attr);
+  }
+  replenish_receives();
+}
+
+device_impl_t::~device_impl_t() {
+  // Closing the network device drops the pre-posted receives; their packets
+  // stay out of the pool until the pool's owner reclaims them at teardown.
+  net_.reset();
+  while (backlog_.pop()) {
+  }
+}
+
+endpoint_impl_t* device_impl_t::alloc_endpoint(const attr_endpoint_t& attr) {
+  auto endpoint = std::make_unique<endpoint_impl_t>(this, attr);
+  endpoint_impl_t* raw = endpoint.get();
+  util::spinlock_guard_t guard(endpoints_lock_);
+  endpoints_.push_back(std::move(endpoint));
+  return raw;
+}
+
+void device_impl_t::free_endpoint(endpoint_impl_t* endpoint) {
+  std::unique_ptr<endpoint_impl_t> owned;
+  util::spinlock_guard_t guard(endpoints_lock_);
+  for (auto it = endpoints_.begin(); it != endpoints_.end(); ++it) {
+    if (it->get() == endpoint) {
+      owned = std::move(*it);
+      endpoints_.erase(it);
+      return;
+    }
+  }
+  throw std::invalid_argument("free_endpoint: not a live endpoint of its device");
+}
+
+std::size_t device_impl_t::packet_payload_max() const {
+  return packet_pool_->attr.packet_size;
+}
+
+error_t device_impl_t::run_or_backlog(backlog_step_t step) {
+  // A non-empty backlog goes first: steps keep their order behind it.
+  if (backlog_.is_empty_hint()) {
+    const error_t error = step();
+    if (!error.is_retry()) return error;
+  }
+  const error_t pushed = backlog_.push(step);
+  if (!pushed.is_done()) {
+    throw std::length_error("lci: device backlog full (" + std::to_string(backlog_entries_max) +
+                            " protocol steps wait for the network)");
+  }
+  return errorcode_t::posted_backlog;
+}
+
+bool device_impl_t::drain_backlog() {
+  bool progressed = false;
+  while (auto step = backlog_.pop()) {
+    if ((*step)().is_retry()) {
+      // Still refused: back in the queue (at its tail; protocol steps of
+      // different operations do not depend on each other's order).
+      const error_t pushed = backlog_.push(std::move(*step));
+      LCI_ASSERT(pushed.is_done(), "backlog: a popped step found no room");
+      break;
+    }
+    progressed = true;
+  }
+  return progressed;
+}
+
+bool device_impl_t::replenish_receives() {
+  bool posted_any = false;
+  // relaxed: see recvs_posted_.
+  while (recvs_posted_.load(util::mo_relaxed) < recvs_target_) {
+    void* packet = packet_pool_->pool.get();
+    if (packet == nullptr) break;
+    const error_t error = net_->post_recv(packet, packet_payload_max(), backend::net_mr_t{},
+                                          nullptr);
+    if (!error.is_done()) {
+      packet_pool_->pool.put(packet);
+      break;
+    }
+    recvs_posted_.fetch_add(1, util::mo_relaxed);
+    posted_any = true;
+  }
+  return posted_any;
+}
+
+}  // namespace lci::detail

@@ -1,0 +1,90 @@
+// device_impl_t: one LCI device (paper §3.3, §4.2): a network device, the
+// packet pool it receives into, the receives it keeps pre-posted, and the
+// backlog of protocol steps that found the network busy.
+//
+// Thread safety: everything may run concurrently: posts and progress from
+//                any threads. The network device serialises internally with
+//                try-locks (busy -> retry); the backlog queue has its own
+//                lock; the pre-posted count is atomic.
+// Blocking:      never, except a handler completion object's user code.
+// Ownership:     owned by its runtime; free_device() or the runtime's
+//                destruction deletes it (closing the network device drops
+//                its pre-posted receives and returns their packets).
+// Allocation:    at construction: the network device, the backlog ring, the
+//                first pre-posted receives; posts allocate request_t.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "backends/backend.hpp"
+#include "lci/api/lci_generated.hpp"
+#include "lci/backlog_queue/backlog_queue.hpp"
+#include "lci/runtime/resources.hpp"
+#include "lci/util/atomic.hpp"
+#include "lci/util/spinlock.hpp"
+
+namespace lci::detail {
+
+class runtime_impl_t;
+
+// A protocol step that must not be handed back to the user as retry (an RTR,
+// a FIN, a store into a full matching table): retried by progress() until it
+// stops returning retry.
+using backlog_step_t = std::function<error_t()>;
+
+class device_impl_t {
+ public:
+  device_impl_t(runtime_impl_t* runtime, const attr_device_t& attr,
+                packet_pool_impl_t* packet_pool);
+  ~device_impl_t();
+  device_impl_t(const device_impl_t&) = delete;
+  device_impl_t& operator=(const device_impl_t&) = delete;
+
+  runtime_impl_t* runtime() const { return runtime_; }
+  const attr_device_t& attr() const { return attr_; }
+  backend::net_device_t& net() const { return *net_; }
+  packet_pool_impl_t* packet_pool() const { return packet_pool_; }
+  endpoint_impl_t* default_endpoint() const { return default_endpoint_.get(); }
+  endpoint_impl_t* alloc_endpoint(const attr_endpoint_t& attr);
+  // Throws std::invalid_argument when `endpoint` is not a live endpoint of
+  // this device.
+  void free_endpoint(endpoint_impl_t* endpoint);
+
+  // Largest payload that goes out as an inject / through one packet.
+  std::size_t inject_size_max() const { return net_->attr().inject_size_max; }
+  std::size_t packet_payload_max() const;
+
+  // Runs `step` now; if it returns retry, queues it for progress(). Returns
+  // done or posted_backlog. Throws std::length_error naming the limit when
+  // the backlog is full (entries_max from net_max_sends).
+  error_t run_or_backlog(backlog_step_t step);
+  // progress() step 1: re-runs queued steps in order until one retries.
+  bool drain_backlog();
+  bool backlog_empty() const { return backlog_.is_empty_hint(); }
+
+  // Tops the pre-posted receives up to net_max_recvs; false when nothing
+  // could be posted (no packet, or the network refused).
+  bool replenish_receives();
+  // A pre-posted receive completed (its packet is the runtime's now).
+  void note_receive_consumed() { recvs_posted_.fetch_sub(1, util::mo_relaxed); }
+
+ private:
+  runtime_impl_t* const runtime_;
+  attr_device_t attr_;  // net_* fields resolved from the network device
+  std::unique_ptr<backend::net_device_t> net_;
+  packet_pool_impl_t* const packet_pool_;
+  std::unique_ptr<endpoint_impl_t> default_endpoint_;
+  util::spinlock_t endpoints_lock_;
+  std::vector<std::unique_ptr<endpoint_impl_t>> endpoints_;  // under endpoints_lock_
+  backlog_queue::backlog_queue_t<backlog_step_t> backlog_;
+  // relaxed: a target for topping up, not a guard; the network bounds the
+  // real number of posted receives (a refused post_recv is a retry).
+  util::atomic<std::size_t> recvs_posted_{0};
+  std::size_t recvs_target_ = 0;
+};
+
+}  // namespace lci::detail

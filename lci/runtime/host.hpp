@@ -1,0 +1,46 @@
+// host_t: what a runtime needs from the place it runs in — one simulated
+// rank of an in-process world, or (later) a real process started by a
+// launcher. It supplies the network context, the slot holding the rank's
+// default runtime (g_runtime_init / get_g_runtime), and a scheduling point
+// for blocking waits.
+//
+// The simulator runs many ranks in one process, so "the" global runtime is
+// per rank: current_host() asks a lookup function the simulator installs
+// (set_host_lookup), which maps the calling fiber or thread to its rank.
+//
+// Thread safety: set_host_lookup() before any runtime exists, from one
+//                thread; current_host() from any thread.
+// Blocking:      idle() yields (simulator) and never blocks indefinitely.
+// Ownership:     the host owns the network context; runtimes borrow it.
+#pragma once
+
+#include "backends/backend.hpp"
+
+namespace lci::detail {
+
+class runtime_impl_t;
+
+class host_t {
+ public:
+  virtual ~host_t() = default;
+  virtual backend::net_context_t& net_context() = 0;
+  virtual bool simulated() const = 0;
+  virtual runtime_impl_t*& g_runtime_slot() = 0;
+  // Called on every turn of a blocking wait (sync_wait, barrier, ...);
+  // `what` is a literal naming the wait, shown by deadlock reports.
+  virtual void idle(const char* what) = 0;
+  // How deep the calling thread (or simulated thread: a fiber) is inside
+  // completion dispatch; progress() refuses to run when it is not 0.
+  virtual unsigned& dispatch_depth() = 0;
+};
+
+using host_lookup_fn_t = host_t* (*)();
+
+// nullptr removes the lookup.
+void set_host_lookup(host_lookup_fn_t lookup);
+
+// The calling thread's host. Throws std::runtime_error when there is none
+// (a plain process with no simulator and no launcher).
+host_t& current_host();
+
+}  // namespace lci::detail

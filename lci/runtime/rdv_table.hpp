@@ -1,0 +1,35 @@
+// rdv_table_t: rendezvous ids. The receiving side of a rendezvous names its
+// request by a small id (it must fit the 28-bit immediate value of a FIN or
+// a write-with-immediate), not by a pointer. Ids are reused after take().
+//
+// Thread safety: add() and take() may run concurrently (one spinlock; both
+//                are a few loads and stores).
+// Blocking:      spins only while another thread is inside add/take.
+// Allocation:    add() may grow the slot vector (amortised; rare path).
+// Limits:        2^28 ids in use at once; beyond it add() throws
+//                std::length_error naming the limit.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "lci/util/spinlock.hpp"
+
+namespace lci::detail {
+
+struct request_t;
+
+class rdv_table_t {
+ public:
+  std::uint32_t add(request_t* request);
+  // Removes and returns the request of `id`; throws std::logic_error naming
+  // the id when none is stored (a corrupted or duplicated FIN).
+  request_t* take(std::uint32_t id);
+
+ private:
+  util::spinlock_t lock_;
+  std::vector<request_t*> slots_;      // under lock_
+  std::vector<std::uint32_t> free_;    // under lock_
+};
+
+}  // namespace lci::detail

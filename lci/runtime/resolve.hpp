@@ -1,0 +1,30 @@
+// Turning public handles (options left empty mean "the default") into the
+// runtime's objects, with the checks every operation shares: a runtime must
+// exist, a handle must belong to the runtime the call works on.
+//
+// Thread safety: reads only. Errors: std::logic_error when no runtime is
+// current (before g_runtime_init, after g_runtime_fina); std::invalid_argument
+// naming the argument for a resource of another runtime or a missing default.
+#pragma once
+
+#include "lci/api/lci_generated.hpp"
+#include "lci/comp/comp_impl.hpp"
+#include "lci/runtime/device_impl.hpp"
+#include "lci/runtime/runtime_impl.hpp"
+
+namespace lci::detail {
+
+// The sentinel behind COMP_NULL_RETRY (COMP_NULL is the empty comp_t).
+comp_impl_t* comp_null_retry_sentinel();
+
+runtime_impl_t& resolve_runtime(runtime_t runtime);
+device_impl_t& resolve_device(runtime_impl_t& runtime, device_t device);
+packet_pool_impl_t& resolve_packet_pool(runtime_impl_t& runtime, packet_pool_t pool);
+matching_engine_impl_t& resolve_matching_engine(runtime_impl_t& runtime,
+                                                matching_engine_t engine);
+// A completion object argument: nullptr for COMP_NULL and COMP_NULL_RETRY.
+comp_impl_t* resolve_comp(comp_t comp);
+// A comp_t argument that must be a real completion object of `kind`.
+comp_impl_t& expect_comp(comp_t comp, comp_kind_t kind, const char* operation);
+
+}  // namespace lci::detail

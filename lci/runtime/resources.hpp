@@ -1,0 +1,77 @@
+// The small resources of a runtime (paper §3.3): endpoints, packet pools,
+// matching engines and memory registrations, as the runtime holds them
+// behind the public handles (endpoint_t, packet_pool_t, matching_engine_t,
+// mr_t). Devices and runtimes have their own headers.
+//
+// Thread safety: every member may be used concurrently, except construction
+//                and destruction (the free_* calls), which the user must not
+//                overlap with other uses of the same resource.
+// Ownership:     each belongs to the runtime that allocated it; free_* or
+//                the runtime's destruction deletes it.
+// Allocation:    at allocation only (the packet pool's packets, the
+//                matching table's buckets and overflow nodes).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "backends/backend.hpp"
+#include "lci/api/lci_generated.hpp"
+#include "lci/matching/matching_table.hpp"
+#include "lci/packet_pool/packet_pool.hpp"
+
+namespace lci::detail {
+
+class runtime_impl_t;
+class device_impl_t;
+
+// A handle on the runtime's network: every net context of a runtime names
+// the host's network (one network per simulated rank or process so far).
+class net_context_impl_t {
+ public:
+  net_context_impl_t(runtime_impl_t* runtime, const attr_net_context_t& attr)
+      : runtime(runtime), attr(attr) {}
+  runtime_impl_t* const runtime;
+  const attr_net_context_t attr;
+};
+
+class endpoint_impl_t {
+ public:
+  endpoint_impl_t(device_impl_t* device, const attr_endpoint_t& attr)
+      : device(device), attr(attr) {}
+  device_impl_t* const device;
+  const attr_endpoint_t attr;
+};
+
+class packet_pool_impl_t {
+ public:
+  packet_pool_impl_t(runtime_impl_t* runtime, const attr_packet_pool_t& attr,
+                     std::size_t packet_return_threshold);
+  runtime_impl_t* const runtime;
+  const attr_packet_pool_t attr;  // packet_size and npackets resolved
+  packet_pool::pool_t pool;
+};
+
+class matching_engine_impl_t {
+ public:
+  // `index` is the engine's position in its runtime: messages name their
+  // engine by index, so ranks must allocate matching engines in the same
+  // order (the default engine is index 0 everywhere).
+  matching_engine_impl_t(runtime_impl_t* runtime, const attr_matching_engine_t& attr,
+                         std::uint32_t index, std::size_t buckets_count,
+                         std::size_t overflow_nodes_max);
+  runtime_impl_t* const runtime;
+  const attr_matching_engine_t attr;
+  const std::uint32_t index;
+  matching::table_t table;
+};
+
+class mr_impl_t {
+ public:
+  mr_impl_t(device_impl_t* device, backend::net_mr_t net_mr) : device(device), net_mr(net_mr) {}
+  device_impl_t* const device;
+  backend::net_mr_t net_mr;
+};
+
+}  // namespace lci::detail

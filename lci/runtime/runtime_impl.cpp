@@ -1,0 +1,261 @@
+#include "lci/runtime/runtime_impl.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+#include <stdexcept>
+#include <string>
+
+#include "lci/runtime/device_impl.hpp"
+#include "lci/util/assert.hpp"
+
+namespace lci::detail {
+
+namespace {
+
+// Defaults that differ between a simulated rank (hundreds share a process)
+// and a real process.
+struct sizing_t {
+  std::size_t packet_size;
+  std::size_t npackets;
+  std::size_t matching_buckets;
+  std::size_t matching_overflow_nodes;
+};
+sizing_t sizing_for(bool simulated) {
+  if (simulated) return {8192, 256, 1024, 1024};
+  return {8192, 8192, 65536, 65536};
+}
+
+}  // namespace
+
+runtime_impl_t::runtime_impl_t(const attr_runtime_t& attr, host_t& host)
+    : attr_(attr),
+      host_(host),
+      net_(host.net_context()),
+      rank_me_(net_.rank_me()),
+      rank_n_(net_.rank_n()),
+      default_net_context_(std::make_unique<net_context_impl_t>(this, get_default_attr_net_context())),
+      matching_engine_index_(8, nullptr),
+      rcomps_(64, nullptr) {
+  if (attr.imm_nbits_tag < 0 || attr.imm_nbits_tag > 26) {
+    throw std::invalid_argument("imm_nbits_tag = " + std::to_string(attr.imm_nbits_tag) +
+                                ": must be in [0, 26]");
+  }
+  if (attr.imm_nbits_rcomp < 1 || attr.imm_nbits_rcomp > 28) {
+    throw std::invalid_argument("imm_nbits_rcomp = " + std::to_string(attr.imm_nbits_rcomp) +
+                                ": must be in [1, 28]");
+  }
+  // Engine index 0 on every rank: messages name engines by index.
+  collective_matching_engine_ = alloc_matching_engine(get_default_attr_matching_engine());
+  if (attr.alloc_default_packet_pool) {
+    default_packet_pool_ = alloc_packet_pool(get_default_attr_packet_pool());
+  }
+  if (attr.alloc_default_matching_engine) {
+    default_matching_engine_ = alloc_matching_engine(get_default_attr_matching_engine());
+  }
+  if (attr.alloc_default_device) {
+    if (default_packet_pool_ == nullptr) {
+      throw std::invalid_argument(
+          "alloc_default_device = true needs alloc_default_packet_pool = true");
+    }
+    default_device_ = alloc_device(get_default_attr_device(), default_packet_pool_);
+  }
+}
+
+runtime_impl_t::~runtime_impl_t() {
+  // Devices first: closing a network device drops its pre-posted receives,
+  // whose packets the pools then reclaim.
+  devices_.clear();
+  // Packets of receives the closed devices dropped, and of unexpected
+  // messages nobody received, go home before the pools check they are all in.
+  for (auto& pool : packet_pools_) pool->pool.reclaim_outstanding();
+  packet_pools_.clear();
+  comps_.clear();
+  matching_engines_.clear();
+}
+
+template <typename T>
+void runtime_impl_t::erase_live(std::vector<std::unique_ptr<T>>& list, T* item,
+                                const char* what) {
+  std::unique_ptr<T> owned;
+  {
+    util::spinlock_guard_t guard(resources_lock_);
+    auto it = std::find_if(list.begin(), list.end(),
+                           [item](const std::unique_ptr<T>& p) { return p.get() == item; });
+    if (it == list.end()) {
+      throw std::invalid_argument(std::string(what) +
+                                  ": not a live resource of this runtime (freed twice, or "
+                                  "allocated by another runtime)");
+    }
+    owned = std::move(*it);
+    list.erase(it);
+  }
+  // Destroyed outside the lock: a device's destructor talks to the network.
+}
+
+net_context_impl_t* runtime_impl_t::alloc_net_context(const attr_net_context_t& attr) {
+  if (attr.backend != attr_backend_t::none &&
+      (attr.backend == attr_backend_t::sim) != host_.simulated()) {
+    throw std::invalid_argument(std::string("alloc_net_context: backend = ") +
+                                get_attr_backend_str(attr.backend) +
+                                ": not the network this rank runs on");
+  }
+  auto context = std::make_unique<net_context_impl_t>(this, attr);
+  net_context_impl_t* raw = context.get();
+  util::spinlock_guard_t guard(resources_lock_);
+  net_contexts_.push_back(std::move(context));
+  return raw;
+}
+
+void runtime_impl_t::free_net_context(net_context_impl_t* net_context) {
+  erase_live(net_contexts_, net_context, "free_net_context: net_context");
+}
+
+packet_pool_impl_t* runtime_impl_t::packet_pool_owning(const void* packet) {
+  util::spinlock_guard_t guard(resources_lock_);
+  for (const auto& pool : packet_pools_) {
+    if (pool->pool.owns(packet)) return pool.get();
+  }
+  return nullptr;
+}
+
+device_impl_t* runtime_impl_t::alloc_device(const attr_device_t& attr, packet_pool_impl_t* pool) {
+  if (pool == nullptr) pool = default_packet_pool_;
+  if (pool == nullptr) {
+    throw std::invalid_argument("alloc_device: packet_pool is empty and the runtime has no "
+                                "default packet pool");
+  }
+  if (pool->runtime != this) {
+    throw std::invalid_argument("alloc_device: packet_pool belongs to another runtime");
+  }
+  auto device = std::make_unique<device_impl_t>(this, attr, pool);
+  device_impl_t* raw = device.get();
+  util::spinlock_guard_t guard(resources_lock_);
+  devices_.push_back(std::move(device));
+  return raw;
+}
+
+void runtime_impl_t::free_device(device_impl_t* device) {
+  if (device == default_device_) default_device_ = nullptr;
+  erase_live(devices_, device, "free_device: device");
+}
+
+packet_pool_impl_t* runtime_impl_t::alloc_packet_pool(const attr_packet_pool_t& attr_in) {
+  const sizing_t sizing = sizing_for(host_.simulated());
+  attr_packet_pool_t attr = attr_in;
+  if (attr.packet_size == 0) attr.packet_size = sizing.packet_size;
+  if (attr.npackets == 0) attr.npackets = sizing.npackets;
+  if (attr.packet_size < sizeof(std::uint64_t) * 8) {
+    throw std::invalid_argument("packet_size = " + std::to_string(attr.packet_size) +
+                                ": must be at least 64 bytes");
+  }
+  const std::size_t threshold = attr_.packet_return_threshold != 0
+                                    ? attr_.packet_return_threshold
+                                    : packet_pool::pool_t::packet_return_threshold_default;
+  auto pool = std::make_unique<packet_pool_impl_t>(this, attr, threshold);
+  packet_pool_impl_t* raw = pool.get();
+  util::spinlock_guard_t guard(resources_lock_);
+  packet_pools_.push_back(std::move(pool));
+  return raw;
+}
+
+void runtime_impl_t::free_packet_pool(packet_pool_impl_t* pool) {
+  {
+    util::spinlock_guard_t guard(resources_lock_);
+    for (const auto& device : devices_) {
+      if (device->packet_pool() == pool) {
+        throw std::invalid_argument(
+            "free_packet_pool: packet_pool is still used by a device (free the device first)");
+      }
+    }
+  }
+  if (pool == default_packet_pool_) default_packet_pool_ = nullptr;
+  erase_live(packet_pools_, pool, "free_packet_pool: packet_pool");
+}
+
+matching_engine_impl_t* runtime_impl_t::alloc_matching_engine(const attr_matching_engine_t& attr) {
+  const sizing_t sizing = sizing_for(host_.simulated());
+  util::spinlock_guard_t guard(resources_lock_);
+  const auto index = static_cast<std::uint32_t>(matching_engines_.size());
+  auto engine = std::make_unique<matching_engine_impl_t>(
+      this, attr, index, sizing.matching_buckets, sizing.matching_overflow_nodes);
+  matching_engine_impl_t* raw = engine.get();
+  const error_t error = matching_engine_index_.put(index, raw);
+  if (!error.is_done()) throw std::length_error("alloc_matching_engine: too many engines");
+  matching_engines_.push_back(std::move(engine));
+  return raw;
+}
+
+void runtime_impl_t::free_matching_engine(matching_engine_impl_t* engine) {
+  {
+    util::spinlock_guard_t guard(resources_lock_);
+    // The index stays taken (messages name engines by index); nothing new
+    // matches on it.
+    if (engine != nullptr && engine->runtime == this) {
+      (void)matching_engine_index_.put(engine->index, nullptr);
+    }
+  }
+  if (engine == default_matching_engine_) default_matching_engine_ = nullptr;
+  erase_live(matching_engines_, engine, "free_matching_engine: matching_engine");
+}
+
+matching_engine_impl_t* runtime_impl_t::matching_engine_at(std::uint32_t index) const {
+  if (index >= matching_engine_index_.size()) return nullptr;
+  return matching_engine_index_.get(index);
+}
+
+comp_impl_t* runtime_impl_t::adopt_comp(std::unique_ptr<comp_impl_t> comp) {
+  comp_impl_t* raw = comp.get();
+  util::spinlock_guard_t guard(resources_lock_);
+  comps_.push_back(std::move(comp));
+  return raw;
+}
+
+void runtime_impl_t::free_comp(comp_impl_t* comp) {
+  erase_live(comps_, comp, "free_comp: comp");
+}
+
+rcomp_t runtime_impl_t::reserve_rcomps(rcomp_t n) {
+  util::spinlock_guard_t guard(rcomps_lock_);
+  const rcomp_t first = rcomps_next_;
+  rcomps_next_ += n;
+  return first;
+}
+
+rcomp_t runtime_impl_t::register_rcomp(comp_impl_t* comp, rcomp_t rcomp) {
+  util::spinlock_guard_t guard(rcomps_lock_);
+  if (rcomp == 0) {
+    rcomp = rcomps_next_++;
+  } else if (rcomp >= rcomps_next_) {
+    throw std::invalid_argument("register_rcomp: rcomp = " + std::to_string(rcomp) +
+                                " was not handed out by reserve_rcomps");
+  }
+  const error_t error = rcomps_.put(rcomp, comp);
+  if (!error.is_done()) {
+    throw std::length_error("register_rcomp: rcomp = " + std::to_string(rcomp) +
+                            " is beyond the registry's capacity");
+  }
+  return rcomp;
+}
+
+void runtime_impl_t::deregister_rcomp(rcomp_t rcomp) {
+  util::spinlock_guard_t guard(rcomps_lock_);
+  if (rcomp == 0 || rcomp >= rcomps_.size() || rcomps_.get(rcomp) == nullptr) {
+    throw std::invalid_argument("deregister_rcomp: rcomp = " + std::to_string(rcomp) +
+                                " is not registered");
+  }
+  (void)rcomps_.put(rcomp, nullptr);
+}
+
+comp_impl_t* runtime_impl_t::rcomp_target(rcomp_t rcomp) const {
+  if (rcomp == 0 || rcomp >= rcomps_.size()) return nullptr;
+  return rcomps_.get(rcomp);
+}
+
+void runtime_impl_t::check_rank(int rank, const char* argument) const {
+  if (rank < 0 || rank >= rank_n_) {
+    throw std::invalid_argument(std::string(argument) + " = " + std::to_string(rank) +
+                                ": out of range [0, " + std::to_string(rank_n_) + ")");
+  }
+}
+
+}  // namespace lci::detail

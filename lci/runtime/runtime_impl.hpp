@@ -1,0 +1,121 @@
+// runtime_impl_t: one LCI runtime (paper §3.3): a network context, the
+// default device, packet pool and matching engine, the remote-completion
+// registry, and every resource allocated through it. Several runtimes may
+// coexist in a process; each simulated rank has its own.
+//
+// Thread safety: every member may be used concurrently after construction;
+//                the resource lists are guarded by resources_lock_.
+//                Destruction (free_runtime / g_runtime_fina) must not
+//                overlap any other use of the runtime.
+// Ownership:     owns every resource allocated through it; frees what the
+//                user has not freed when destroyed.
+// Allocation:    at construction (defaults) and at each alloc_*.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backends/backend.hpp"
+#include "lci/api/lci_generated.hpp"
+#include "lci/comp/comp_impl.hpp"
+#include "lci/mpmc_array/mpmc_array.hpp"
+#include "lci/runtime/host.hpp"
+#include "lci/runtime/rdv_table.hpp"
+#include "lci/runtime/resources.hpp"
+#include "lci/util/atomic.hpp"
+#include "lci/util/spinlock.hpp"
+
+namespace lci::detail {
+
+class device_impl_t;
+
+class runtime_impl_t {
+ public:
+  runtime_impl_t(const attr_runtime_t& attr, host_t& host);
+  ~runtime_impl_t();
+  runtime_impl_t(const runtime_impl_t&) = delete;
+  runtime_impl_t& operator=(const runtime_impl_t&) = delete;
+
+  const attr_runtime_t& attr() const { return attr_; }
+  host_t& host() const { return host_; }
+  backend::net_context_t& net() const { return net_; }
+  int rank_me() const { return rank_me_; }
+  int rank_n() const { return rank_n_; }
+
+  net_context_impl_t* default_net_context() const { return default_net_context_.get(); }
+  device_impl_t* default_device() const { return default_device_; }
+  packet_pool_impl_t* default_packet_pool() const { return default_packet_pool_; }
+  matching_engine_impl_t* default_matching_engine() const { return default_matching_engine_; }
+  // The engine collectives (barrier) match on, apart from user messages.
+  matching_engine_impl_t& collective_matching_engine() const { return *collective_matching_engine_; }
+  // Collectives are called in the same order on every rank: the n-th call
+  // gets n everywhere.
+  std::uint64_t next_barrier_sequence() { return barrier_sequence_.fetch_add(1, util::mo_relaxed); }
+
+  // Resource life cycle. alloc_* register the resource with this runtime;
+  // free_* throw std::invalid_argument naming the resource when it is not a
+  // live resource of this runtime (freed twice, or another runtime's).
+  net_context_impl_t* alloc_net_context(const attr_net_context_t& attr);
+  void free_net_context(net_context_impl_t* net_context);
+  device_impl_t* alloc_device(const attr_device_t& attr, packet_pool_impl_t* pool);
+  void free_device(device_impl_t* device);
+  packet_pool_impl_t* alloc_packet_pool(const attr_packet_pool_t& attr);
+  void free_packet_pool(packet_pool_impl_t* pool);
+  matching_engine_impl_t* alloc_matching_engine(const attr_matching_engine_t& attr);
+  void free_matching_engine(matching_engine_impl_t* engine);
+  comp_impl_t* adopt_comp(std::unique_ptr<comp_impl_t> comp);
+  void free_comp(comp_impl_t* comp);
+
+  // The pool whose packet `packet` is; nullptr if none of this runtime's.
+  packet_pool_impl_t* packet_pool_owning(const void* packet);
+  // The matching engine a message names by index; nullptr if none.
+  matching_engine_impl_t* matching_engine_at(std::uint32_t index) const;
+
+  // Remote completions (paper §3.2.5): ids from 1; reserve_rcomps hands out
+  // a block the user fills with register_rcomp(comp, rcomp=id).
+  rcomp_t reserve_rcomps(rcomp_t n);
+  rcomp_t register_rcomp(comp_impl_t* comp, rcomp_t rcomp);
+  void deregister_rcomp(rcomp_t rcomp);
+  // nullptr when `rcomp` is not registered.
+  comp_impl_t* rcomp_target(rcomp_t rcomp) const;
+
+  rdv_table_t& rdv_table() { return rdv_table_; }
+
+  // "rank": the rank checked; throws std::invalid_argument naming it.
+  void check_rank(int rank, const char* argument) const;
+
+ private:
+  template <typename T>
+  void erase_live(std::vector<std::unique_ptr<T>>& list, T* item, const char* what);
+
+  const attr_runtime_t attr_;
+  host_t& host_;
+  backend::net_context_t& net_;
+  const int rank_me_;
+  const int rank_n_;
+
+  std::unique_ptr<net_context_impl_t> default_net_context_;
+  util::spinlock_t resources_lock_;
+  std::vector<std::unique_ptr<net_context_impl_t>> net_contexts_;  // under resources_lock_
+  std::vector<std::unique_ptr<device_impl_t>> devices_;            // under resources_lock_
+  std::vector<std::unique_ptr<packet_pool_impl_t>> packet_pools_;  // under resources_lock_
+  std::vector<std::unique_ptr<comp_impl_t>> comps_;                // under resources_lock_
+  std::vector<std::unique_ptr<matching_engine_impl_t>> matching_engines_;  // under resources_lock_; index = position
+  mpmc_array::mpmc_array_t<matching_engine_impl_t*> matching_engine_index_;
+  mpmc_array::mpmc_array_t<comp_impl_t*> rcomps_;  // rcomp -> comp; slot 0 unused
+  util::spinlock_t rcomps_lock_;                   // serialises reserve/register
+  rcomp_t rcomps_next_ = 1;                        // under rcomps_lock_
+  rdv_table_t rdv_table_;
+
+  device_impl_t* default_device_ = nullptr;
+  packet_pool_impl_t* default_packet_pool_ = nullptr;
+  matching_engine_impl_t* default_matching_engine_ = nullptr;
+  matching_engine_impl_t* collective_matching_engine_ = nullptr;
+  // relaxed: a counter; the calls it numbers are ordered by the program.
+  util::atomic<std::uint64_t> barrier_sequence_{0};
+};
+
+}  // namespace lci::detail

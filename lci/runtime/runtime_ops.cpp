@@ -1,0 +1,339 @@
+// The public operations on runtimes, devices, endpoints, packet pools,
+// matching engines and memory registrations (the call_impl of their
+// generated functors).
+#include <stdexcept>
+#include <string>
+
+#include "lci/api/lci_generated.hpp"
+#include "lci/protocol/immediate.hpp"
+#include "lci/runtime/allocator.hpp"
+#include "lci/runtime/resolve.hpp"
+
+namespace lci {
+
+namespace detail {
+
+namespace {
+std::byte g_comp_null_retry;
+}  // namespace
+
+comp_impl_t* comp_null_retry_sentinel() {
+  return reinterpret_cast<comp_impl_t*>(&g_comp_null_retry);
+}
+
+runtime_impl_t& resolve_runtime(runtime_t runtime) {
+  if (runtime.p_impl != nullptr) return *runtime.p_impl;
+  runtime_impl_t* global = current_host().g_runtime_slot();
+  if (global == nullptr) {
+    throw std::logic_error(
+        "lci: no runtime: call g_runtime_init() first (or pass runtime(...)); after "
+        "g_runtime_fina() the global runtime is gone");
+  }
+  return *global;
+}
+
+device_impl_t& resolve_device(runtime_impl_t& runtime, device_t device) {
+  device_impl_t* impl = device.p_impl != nullptr ? device.p_impl : runtime.default_device();
+  if (impl == nullptr) {
+    throw std::invalid_argument("device: empty and the runtime has no default device");
+  }
+  if (impl->runtime() != &runtime) {
+    throw std::invalid_argument("device: belongs to another runtime");
+  }
+  return *impl;
+}
+
+packet_pool_impl_t& resolve_packet_pool(runtime_impl_t& runtime, packet_pool_t pool) {
+  packet_pool_impl_t* impl = pool.p_impl != nullptr ? pool.p_impl : runtime.default_packet_pool();
+  if (impl == nullptr) {
+    throw std::invalid_argument("packet_pool: empty and the runtime has no default packet pool");
+  }
+  if (impl->runtime != &runtime) {
+    throw std::invalid_argument("packet_pool: belongs to another runtime");
+  }
+  return *impl;
+}
+
+matching_engine_impl_t& resolve_matching_engine(runtime_impl_t& runtime,
+                                                matching_engine_t engine) {
+  matching_engine_impl_t* impl =
+      engine.p_impl != nullptr ? engine.p_impl : runtime.default_matching_engine();
+  if (impl == nullptr) {
+    throw std::invalid_argument(
+        "matching_engine: empty and the runtime has no default matching engine");
+  }
+  if (impl->runtime != &runtime) {
+    throw std::invalid_argument("matching_engine: belongs to another runtime");
+  }
+  return *impl;
+}
+
+comp_impl_t* resolve_comp(comp_t comp) {
+  if (comp.p_impl == comp_null_retry_sentinel()) return nullptr;
+  return comp.p_impl;
+}
+
+comp_impl_t& expect_comp(comp_t comp, comp_kind_t kind, const char* operation) {
+  comp_impl_t* impl = resolve_comp(comp);
+  if (impl == nullptr) {
+    throw std::invalid_argument(std::string(operation) + ": comp is empty (COMP_NULL)");
+  }
+  if (impl->kind() != kind) {
+    throw std::invalid_argument(std::string(operation) +
+                                ": comp is a completion object of another kind");
+  }
+  return *impl;
+}
+
+const attr_runtime_t& get_attr(const runtime_impl_t* impl) { return impl->attr(); }
+const attr_device_t& get_attr(const device_impl_t* impl) { return impl->attr(); }
+const attr_endpoint_t& get_attr(const endpoint_impl_t* impl) { return impl->attr; }
+const attr_net_context_t& get_attr(const net_context_impl_t* impl) { return impl->attr; }
+const attr_packet_pool_t& get_attr(const packet_pool_impl_t* impl) { return impl->attr; }
+const attr_matching_engine_t& get_attr(const matching_engine_impl_t* impl) { return impl->attr; }
+const attr_mr_t& get_attr(const mr_impl_t*) {
+  static const attr_mr_t empty{};
+  return empty;
+}
+
+}  // namespace detail
+
+using detail::resolve_runtime;
+
+// ---- runtime ----
+
+runtime_t alloc_runtime_x::call_impl(const attr_runtime_t& attr) const {
+  return runtime_t(new detail::runtime_impl_t(attr, detail::current_host()));
+}
+
+void free_runtime_x::call_impl(runtime_t* runtime) const {
+  if (runtime == nullptr || runtime->p_impl == nullptr) {
+    throw std::invalid_argument("free_runtime: runtime is empty (freed twice?)");
+  }
+  detail::runtime_impl_t*& global = detail::current_host().g_runtime_slot();
+  if (global == runtime->p_impl) global = nullptr;
+  delete runtime->p_impl;
+  runtime->p_impl = nullptr;
+}
+
+runtime_t g_runtime_init_x::call_impl(const attr_runtime_t& attr) const {
+  detail::runtime_impl_t*& global = detail::current_host().g_runtime_slot();
+  if (global != nullptr) {
+    throw std::logic_error("g_runtime_init: the global runtime already exists");
+  }
+  global = new detail::runtime_impl_t(attr, detail::current_host());
+  return runtime_t(global);
+}
+
+void g_runtime_fina_x::call_impl() const {
+  detail::runtime_impl_t*& global = detail::current_host().g_runtime_slot();
+  if (global == nullptr) {
+    throw std::logic_error("g_runtime_fina: no global runtime (g_runtime_init not called, or "
+                           "already finalized)");
+  }
+  delete global;
+  global = nullptr;
+}
+
+runtime_t get_g_runtime_x::call_impl() const {
+  return runtime_t(detail::current_host().g_runtime_slot());
+}
+
+void set_allocator_x::call_impl(allocator_base_t* allocator) const {
+  detail::set_user_allocator(allocator);
+}
+
+allocator_base_t* get_allocator_x::call_impl() const { return detail::get_user_allocator(); }
+
+int get_rank_me_x::call_impl(runtime_t runtime) const { return resolve_runtime(runtime).rank_me(); }
+int get_rank_n_x::call_impl(runtime_t runtime) const { return resolve_runtime(runtime).rank_n(); }
+
+device_t get_default_device_x::call_impl(runtime_t runtime) const {
+  return device_t(resolve_runtime(runtime).default_device());
+}
+
+endpoint_t get_default_endpoint_x::call_impl(device_t device, runtime_t runtime) const {
+  detail::runtime_impl_t& rt = resolve_runtime(runtime);
+  return endpoint_t(detail::resolve_device(rt, device).default_endpoint());
+}
+
+packet_pool_t get_default_packet_pool_x::call_impl(runtime_t runtime) const {
+  return packet_pool_t(resolve_runtime(runtime).default_packet_pool());
+}
+
+matching_engine_t get_default_matching_engine_x::call_impl(runtime_t runtime) const {
+  return matching_engine_t(resolve_runtime(runtime).default_matching_engine());
+}
+
+std::size_t get_max_bcopy_size_x::call_impl(packet_pool_t packet_pool, runtime_t runtime) const {
+  detail::runtime_impl_t& rt = resolve_runtime(runtime);
+  // A header may lead the payload when the tag does not fit the immediate.
+  return detail::resolve_packet_pool(rt, packet_pool).attr.packet_size -
+         sizeof(lci::protocol::eager_header_t);
+}
+
+// ---- network contexts ----
+
+net_context_t get_default_net_context_x::call_impl(runtime_t runtime) const {
+  return net_context_t(resolve_runtime(runtime).default_net_context());
+}
+
+net_context_t alloc_net_context_x::call_impl(const attr_net_context_t& attr,
+                                             runtime_t runtime) const {
+  return net_context_t(resolve_runtime(runtime).alloc_net_context(attr));
+}
+
+void free_net_context_x::call_impl(net_context_t* net_context, runtime_t runtime) const {
+  if (net_context == nullptr || net_context->p_impl == nullptr) {
+    throw std::invalid_argument("free_net_context: net_context is empty (freed twice?)");
+  }
+  resolve_runtime(runtime).free_net_context(net_context->p_impl);
+  net_context->p_impl = nullptr;
+}
+
+// ---- devices and endpoints ----
+
+device_t alloc_device_x::call_impl(const attr_device_t& attr, net_context_t net_context,
+                                   packet_pool_t packet_pool, runtime_t runtime) const {
+  detail::runtime_impl_t& rt = resolve_runtime(runtime);
+  if (!net_context.is_empty() && net_context.p_impl->runtime != &rt) {
+    throw std::invalid_argument("alloc_device: net_context belongs to another runtime");
+  }
+  detail::packet_pool_impl_t& pool = detail::resolve_packet_pool(rt, packet_pool);
+  return device_t(rt.alloc_device(attr, &pool));
+}
+
+void free_device_x::call_impl(device_t* device, runtime_t runtime) const {
+  if (device == nullptr || device->p_impl == nullptr) {
+    throw std::invalid_argument("free_device: device is empty (freed twice?)");
+  }
+  resolve_runtime(runtime).free_device(device->p_impl);
+  device->p_impl = nullptr;
+}
+
+endpoint_t alloc_endpoint_x::call_impl(const attr_endpoint_t& attr, device_t device,
+                                       runtime_t runtime) const {
+  detail::runtime_impl_t& rt = resolve_runtime(runtime);
+  detail::device_impl_t& d = detail::resolve_device(rt, device);
+  return endpoint_t(d.alloc_endpoint(attr));
+}
+
+void free_endpoint_x::call_impl(endpoint_t* endpoint, runtime_t runtime) const {
+  if (endpoint == nullptr || endpoint->p_impl == nullptr) {
+    throw std::invalid_argument("free_endpoint: endpoint is empty (freed twice?)");
+  }
+  (void)resolve_runtime(runtime);
+  endpoint->p_impl->device->free_endpoint(endpoint->p_impl);
+  endpoint->p_impl = nullptr;
+}
+
+// ---- memory ----
+
+mr_t register_memory_x::call_impl(void* address, std::size_t size, device_t device,
+                                  runtime_t runtime) const {
+  detail::runtime_impl_t& rt = resolve_runtime(runtime);
+  detail::device_impl_t& d = detail::resolve_device(rt, device);
+  if (address == nullptr) throw std::invalid_argument("register_memory: address = nullptr");
+  backend::net_mr_t net_mr;
+  const error_t error = d.net().register_memory(address, size, &net_mr);
+  if (!error.is_done()) {
+    throw std::runtime_error("register_memory: the network refused to register " +
+                             std::to_string(size) + " bytes (" + error.get_str() + ")");
+  }
+  return mr_t(new detail::mr_impl_t(&d, net_mr));
+}
+
+void deregister_memory_x::call_impl(mr_t* mr, runtime_t runtime) const {
+  if (mr == nullptr || mr->p_impl == nullptr) {
+    throw std::invalid_argument("deregister_memory: mr is empty (deregistered twice?)");
+  }
+  (void)runtime;
+  mr->p_impl->device->net().deregister_memory(&mr->p_impl->net_mr);
+  delete mr->p_impl;
+  mr->p_impl = nullptr;
+}
+
+rmr_t get_rmr_x::call_impl(mr_t mr, runtime_t runtime) const {
+  (void)runtime;
+  detail::mr_impl_t* impl = mr.get_impl();
+  const backend::net_rmr_t net_rmr = impl->device->net().get_rmr(impl->net_mr);
+  rmr_t rmr;
+  rmr.base = net_rmr.base;
+  rmr.mr_base = net_rmr.base;
+  rmr.opaque_rkey = net_rmr.rkey;
+  return rmr;
+}
+
+// ---- packet pools and matching engines ----
+
+packet_pool_t alloc_packet_pool_x::call_impl(const attr_packet_pool_t& attr,
+                                             runtime_t runtime) const {
+  return packet_pool_t(resolve_runtime(runtime).alloc_packet_pool(attr));
+}
+
+void free_packet_pool_x::call_impl(packet_pool_t* packet_pool, runtime_t runtime) const {
+  if (packet_pool == nullptr || packet_pool->p_impl == nullptr) {
+    throw std::invalid_argument("free_packet_pool: packet_pool is empty (freed twice?)");
+  }
+  resolve_runtime(runtime).free_packet_pool(packet_pool->p_impl);
+  packet_pool->p_impl = nullptr;
+}
+
+void register_packet_pool_x::call_impl(packet_pool_t packet_pool, device_t device,
+                                       runtime_t runtime) const {
+  // Packets need no registration on the backends built so far (the sim
+  // network reads and writes process memory); the call checks its arguments.
+  detail::runtime_impl_t& rt = resolve_runtime(runtime);
+  (void)detail::resolve_packet_pool(rt, packet_pool);
+  (void)detail::resolve_device(rt, device);
+}
+
+void deregister_packet_pool_x::call_impl(packet_pool_t packet_pool, device_t device,
+                                         runtime_t runtime) const {
+  detail::runtime_impl_t& rt = resolve_runtime(runtime);
+  (void)detail::resolve_packet_pool(rt, packet_pool);
+  (void)detail::resolve_device(rt, device);
+}
+
+void* get_upacket_x::call_impl(packet_pool_t packet_pool, runtime_t runtime) const {
+  detail::runtime_impl_t& rt = resolve_runtime(runtime);
+  return detail::resolve_packet_pool(rt, packet_pool).pool.get();
+}
+
+void put_upacket_x::call_impl(void* packet, runtime_t runtime) const {
+  detail::packet_pool_impl_t* pool = resolve_runtime(runtime).packet_pool_owning(packet);
+  if (pool == nullptr) {
+    throw std::invalid_argument("put_upacket: packet is not a packet of this runtime's pools");
+  }
+  pool->pool.put(packet);
+}
+
+matching_engine_t alloc_matching_engine_x::call_impl(const attr_matching_engine_t& attr,
+                                                     runtime_t runtime) const {
+  return matching_engine_t(resolve_runtime(runtime).alloc_matching_engine(attr));
+}
+
+void free_matching_engine_x::call_impl(matching_engine_t* matching_engine,
+                                       runtime_t runtime) const {
+  if (matching_engine == nullptr || matching_engine->p_impl == nullptr) {
+    throw std::invalid_argument("free_matching_engine: matching_engine is empty (freed twice?)");
+  }
+  resolve_runtime(runtime).free_matching_engine(matching_engine->p_impl);
+  matching_engine->p_impl = nullptr;
+}
+
+matching_entry_val_t matching_engine_insert_x::call_impl(matching_engine_t matching_engine,
+                                                         matching_entry_key_t key,
+                                                         matching_entry_val_t value,
+                                                         matching_entry_type_t entry_type,
+                                                         runtime_t runtime) const {
+  detail::runtime_impl_t& rt = resolve_runtime(runtime);
+  detail::matching_engine_impl_t& engine = detail::resolve_matching_engine(rt, matching_engine);
+  const matching::insert_result_t result = engine.table.insert(key, value, entry_type);
+  if (result.kind == matching::insert_kind_t::retry_nomem) {
+    throw std::runtime_error("matching_engine_insert: the matching table is full");
+  }
+  return result.value;
+}
+
+}  // namespace lci

@@ -1,0 +1,47 @@
+#include "sim/sim_rank_host.hpp"
+
+#include <vector>
+
+#include "lci/runtime/runtime_impl.hpp"
+#include "sim/sim_scheduler.hpp"
+
+namespace lci::sim {
+
+namespace {
+
+// What one fiber or thread is bound to.
+struct binding_t {
+  rank_host_t* host = nullptr;
+  unsigned dispatch_depth = 0;
+};
+
+// Deterministic mode: every fiber of a run lives on the OS thread that runs
+// the scheduler, so per-fiber bindings are per-thread data indexed by id.
+thread_local std::vector<binding_t> t_fiber_bindings;
+// Concurrent mode (and any code outside a scheduler).
+thread_local binding_t t_thread_binding;
+
+binding_t& current_binding() {
+  if (scheduler_t::current() == nullptr) return t_thread_binding;
+  const fiber_id_t fiber = scheduler_t::current_fiber();
+  if (fiber >= t_fiber_bindings.size()) t_fiber_bindings.resize(fiber + 1);
+  return t_fiber_bindings[fiber];
+}
+
+lci::detail::host_t* lookup() { return current_binding().host; }
+
+}  // namespace
+
+rank_host_t::~rank_host_t() { delete g_runtime_; }
+
+unsigned& rank_host_t::dispatch_depth() { return current_binding().dispatch_depth; }
+
+void rank_host_t::bind_current(rank_host_t* host) {
+  binding_t& binding = current_binding();
+  binding.host = host;
+  binding.dispatch_depth = 0;
+}
+
+void rank_host_t::install_lookup() { lci::detail::set_host_lookup(&lookup); }
+
+}  // namespace lci::sim

@@ -1,0 +1,51 @@
+// rank_host_t: the host (lci/runtime/host.hpp) of one simulated rank: LCI
+// runtimes created by the rank's code use the rank's sim network context,
+// keep the rank's default runtime, and wait through the harness (a
+// scheduling point in deterministic mode).
+//
+// Binding: bind_current() ties the calling fiber (deterministic mode: all
+// fibers share one OS thread, so the binding is per fiber id) or OS thread
+// (concurrent mode) to a rank's host; the process-wide host lookup that
+// install_lookup() sets answers with that binding. The harness binds every
+// rank body and every thread a rank starts.
+//
+// Thread safety: bind_current() affects only the caller; the host's members
+//                may be used by every fiber/thread of its rank.
+// Ownership:     the harness owns hosts; a host borrows the context.
+#pragma once
+
+#include <functional>
+
+#include "backends/backend.hpp"
+#include "lci/runtime/host.hpp"
+
+namespace lci::sim {
+
+class rank_host_t final : public lci::detail::host_t {
+ public:
+  rank_host_t(backend::net_context_t& context, std::function<void(const char*)> idle)
+      : context_(context), idle_(std::move(idle)) {}
+  // A global runtime the rank's code left behind (it threw, or crashed,
+  // before g_runtime_fina) is finalized here, while the world still exists.
+  ~rank_host_t() override;
+  rank_host_t(const rank_host_t&) = delete;
+  rank_host_t& operator=(const rank_host_t&) = delete;
+
+  backend::net_context_t& net_context() override { return context_; }
+  bool simulated() const override { return true; }
+  lci::detail::runtime_impl_t*& g_runtime_slot() override { return g_runtime_; }
+  void idle(const char* what) override { idle_(what); }
+  unsigned& dispatch_depth() override;
+
+  // nullptr unbinds.
+  static void bind_current(rank_host_t* host);
+  // Installs the lookup (idempotent).
+  static void install_lookup();
+
+ private:
+  backend::net_context_t& context_;
+  std::function<void(const char*)> idle_;
+  lci::detail::runtime_impl_t* g_runtime_ = nullptr;
+};
+
+}  // namespace lci::sim
