@@ -26,7 +26,10 @@ namespace {
 constexpr unsigned barrier_round_bits = 6;  // up to 2^64 ranks' worth of rounds
 constexpr tag_t barrier_sequence_mask = (tag_t{1} << (32 - barrier_round_bits)) - 1;
 
-// One barrier in flight: a completion object for its own receives.
+// One barrier in flight: the completion object of its own sends and
+// receives. A round ends when both its send and its receive completed (a
+// send refused by the network waits in the backlog; the barrier must not
+// end, and the rank must not finalize, while it is still there).
 class barrier_op_t final : public detail::comp_impl_t {
  public:
   barrier_op_t(const detail::post_args_t& base, std::uint64_t sequence, detail::comp_impl_t* done)
@@ -35,7 +38,7 @@ class barrier_op_t final : public detail::comp_impl_t {
         sequence_(sequence & barrier_sequence_mask),
         done_(done) {}
 
-  // Runs rounds until one must wait; deletes this when the last completes.
+  // Starts rounds until one must wait; deletes this after the last.
   void advance() {
     const int rank_n = base_.device->runtime()->rank_n();
     const int rank_me = base_.device->runtime()->rank_me();
@@ -43,34 +46,42 @@ class barrier_op_t final : public detail::comp_impl_t {
       const int distance = 1 << round_;
       const tag_t tag = (sequence_ << barrier_round_bits) | static_cast<tag_t>(round_);
       ++round_;
+      // Two completions to wait for, plus one held while posting so that a
+      // completion signalled before both posts returned cannot end the round.
+      pending_.store(3, util::mo_relaxed);  // relaxed: published by the posts' handoff
+      int finished = 1;  // the guard
       detail::post_args_t send = base_;
       send.direction = direction_t::OUT;
       send.rank = (rank_me + distance) % rank_n;
       send.tag = tag;
-      send.comp = nullptr;
-      send.allow_retry = false;  // an empty send is an inject; refused -> backlog
-      (void)detail::post_comm(send);
+      send.comp = this;
+      send.allow_retry = false;  // refused -> backlog, signalled when it leaves
+      if (detail::post_comm(send).is_done()) ++finished;
       detail::post_args_t recv = base_;
       recv.direction = direction_t::IN;
       recv.rank = (rank_me - distance + rank_n) % rank_n;
       recv.tag = tag;
       recv.comp = this;
-      recv.allow_done = true;
       recv.allow_retry = false;
-      if (!detail::post_comm(recv).is_done()) return;  // signal() continues
+      if (detail::post_comm(recv).is_done()) ++finished;
+      // acq_rel: whoever ends the round sees every write of the round.
+      if (pending_.fetch_sub(finished, util::mo_acq_rel) != finished) return;
     }
     detail::comp_impl_t* done = done_;
     delete this;
     if (done != nullptr) done->signal(status_t(errorcode_t::done));
   }
 
-  void signal(status_t) override { advance(); }
+  void signal(status_t) override {
+    if (pending_.fetch_sub(1, util::mo_acq_rel) == 1) advance();
+  }
 
  private:
   const detail::post_args_t base_;
   const tag_t sequence_;
   detail::comp_impl_t* const done_;
   int round_ = 0;
+  util::atomic<int> pending_{0};
 };
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "lci/progress/progress.hpp"
 #include "lci/protocol/immediate.hpp"
 #include "lci/runtime/runtime_impl.hpp"
 
@@ -103,6 +104,16 @@ bool device_impl_t::drain_backlog() {
     progressed = true;
   }
   return progressed;
+}
+
+void device_impl_t::drain_before_close() {
+  while (!backlog_.is_empty_hint()) {
+    try {
+      if (progress_device(*this).is_retry()) runtime_->host().idle("device backlog before close");
+    } catch (const std::exception&) {
+      // Teardown: a fault reported now has no one left to hear it.
+    }
+  }
 }
 
 bool device_impl_t::replenish_receives() {

@@ -65,6 +65,10 @@ class device_impl_t {
   // progress() step 1: re-runs queued steps in order until one retries.
   bool drain_backlog();
   bool backlog_empty() const { return backlog_.is_empty_hint(); }
+  // Before the device closes: progresses until no protocol step waits in
+  // the backlog, so nothing this rank promised to send is dropped (a step
+  // for a crashed peer completes with a fault, which is swallowed here).
+  void drain_before_close();
 
   // Tops the pre-posted receives up to net_max_recvs; false when nothing
   // could be posted (no packet, or the network refused).

@@ -62,6 +62,7 @@ runtime_impl_t::runtime_impl_t(const attr_runtime_t& attr, host_t& host)
 }
 
 runtime_impl_t::~runtime_impl_t() {
+  for (auto& device : devices_) device->drain_before_close();
   // Devices first: closing a network device drops its pre-posted receives,
   // whose packets the pools then reclaim.
   devices_.clear();
@@ -135,6 +136,17 @@ device_impl_t* runtime_impl_t::alloc_device(const attr_device_t& attr, packet_po
 }
 
 void runtime_impl_t::free_device(device_impl_t* device) {
+  {
+    util::spinlock_guard_t guard(resources_lock_);
+    const bool live = std::any_of(devices_.begin(), devices_.end(),
+                                  [device](const auto& d) { return d.get() == device; });
+    if (!live) {
+      throw std::invalid_argument(
+          "free_device: device: not a live resource of this runtime (freed twice, or allocated "
+          "by another runtime)");
+    }
+  }
+  device->drain_before_close();
   if (device == default_device_) default_device_ = nullptr;
   erase_live(devices_, device, "free_device: device");
 }

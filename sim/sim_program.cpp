@@ -1,0 +1,52 @@
+#include "sim/sim_program.hpp"
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "sim/sim_harness.hpp"
+#include "sim/sim_seed.hpp"
+
+namespace lci::sim {
+
+namespace {
+int env_int(const char* name, int fallback) {
+  const char* text = std::getenv(name);
+  if (text == nullptr || *text == '\0') return fallback;
+  char* end = nullptr;
+  const long value = std::strtol(text, &end, 10);
+  if (*end != '\0' || value < 1 || value > ranks_count_max) {
+    std::fprintf(stderr, "%s=\"%s\": not a rank count in [1, %d]\n", name, text,
+                 ranks_count_max);
+    std::exit(2);
+  }
+  return static_cast<int>(value);
+}
+}  // namespace
+
+int run_program(int argc, char** argv, int ranks_default, rank_main_t rank_main) {
+  const int ranks = env_int("LCI_SIM_RANKS", ranks_default);
+  const char* mode_text = std::getenv("LCI_SIM_MODE");
+  const world_mode_t mode = mode_text != nullptr && std::strcmp(mode_text, "concurrent") == 0
+                                ? world_mode_t::concurrent
+                                : world_mode_t::deterministic;
+  const std::vector<std::uint64_t> seeds = seeds_from_env(1, 1);
+  run_options_t options = default_run_options(seeds.front(), mode);
+  options.log = false;
+  std::atomic<int> failed_ranks{0};
+  const run_report_t report = run_ranks(ranks, options, [&](rank_env_t& env) {
+    if (rank_main(argc, argv) != 0) {
+      std::fprintf(stderr, "rank %d returned non-zero\n", env.rank());
+      failed_ranks.fetch_add(1, std::memory_order_relaxed);
+    }
+  });
+  if (!report.ok) {
+    std::fprintf(stderr, "%s", report.report.c_str());
+    return 1;
+  }
+  return failed_ranks.load(std::memory_order_relaxed) == 0 ? 0 : 1;
+}
+
+}  // namespace lci::sim
