@@ -41,9 +41,15 @@ sim_device_t::~sim_device_t() { world_.close_port(port_); }
 
 // ---- helpers ----
 
-void sim_device_t::begin_call(const char* what) {
-  scheduler_t::wait(what);  // a scheduling point; a no-op outside a simulation
+inline void sim_device_t::begin_call() {
   if (world_.is_crashed(port_->rank)) throw rank_crashed_t(port_->rank);
+}
+
+// The call's scheduling point, after it and outside any lock: a retry changed
+// nothing (a wait); anything else is progress. A no-op outside a simulation.
+error_t sim_device_t::end_call(const char* what, error_t error) {
+  scheduler_t::call_point(what, !error.is_retry());
+  return error;
 }
 
 void sim_device_t::note_progress() {
@@ -135,7 +141,7 @@ error_t sim_device_t::fill_packet_locked(const post_args_t& args, packet_t** pac
 }
 
 void sim_device_t::unpost(packet_t* packet) {
-  util::spinlock_guard_t guard(port_->lock);
+  detail::port_guard_t guard(port_->lock, detail::port_guard_t::mode_t::wait);
   --port_->cq_reserved;
   port_->packets_free.push_back(packet);
 }
@@ -144,7 +150,7 @@ error_t sim_device_t::post_packet(const post_args_t& args) {
   packet_t* packet = nullptr;
   std::uint64_t delay_ticks = 0;
   {
-    util::try_lock_guard_t guard(port_->lock);
+    detail::port_guard_t guard(port_->lock, detail::port_guard_t::mode_t::try_once);
     if (!guard.owns_lock()) return errorcode_t::retry_lock;
     const call_verdict_t verdict = draw_call_faults();
     if (verdict == call_verdict_t::busy) return errorcode_t::retry_lock;
@@ -159,122 +165,126 @@ error_t sim_device_t::post_packet(const post_args_t& args) {
     unpost(packet);
     return error;
   }
-  note_progress();
   return args.signaled ? errorcode_t::posted : errorcode_t::done;
 }
 
 // ---- posts ----
 
+// Under the try-lock; *crash: the rank_crash fault hit; *pump: messages wait
+// here for the new buffer.
+error_t sim_device_t::post_recv_locked(void* buffer, std::size_t size, void* user_context,
+                                       bool* crash, bool* pump) {
+  detail::port_guard_t guard(port_->lock, detail::port_guard_t::mode_t::try_once);
+  if (!guard.owns_lock()) return errorcode_t::retry_lock;
+  const call_verdict_t verdict = draw_call_faults();
+  if (verdict == call_verdict_t::busy) return errorcode_t::retry_lock;
+  *crash = verdict == call_verdict_t::crash;
+  if (*crash) return errorcode_t::done;  // not returned: the caller throws
+  if (port_->recvs.full()) return errorcode_t::retry_nomem;
+  if (!port_->cq_has_room()) return errorcode_t::retry_nomem;
+  port_->recvs.push(detail::recv_slot_t{buffer, size, user_context});
+  ++port_->cq_reserved;
+  *pump = port_->waiting_head != nullptr;
+  return errorcode_t::done;
+}
+
 error_t sim_device_t::post_recv(void* buffer, std::size_t size, net_mr_t, void* user_context) {
   if (buffer == nullptr && size > 0) throw std::invalid_argument("post_recv: buffer is null");
-  begin_call("net post_recv");
+  begin_call();
+  bool crash = false;
   bool pump = false;
-  call_verdict_t verdict;
-  {
-    util::try_lock_guard_t guard(port_->lock);
-    if (!guard.owns_lock()) return errorcode_t::retry_lock;
-    verdict = draw_call_faults();
-    if (verdict == call_verdict_t::busy) return errorcode_t::retry_lock;
-    if (verdict == call_verdict_t::go) {
-      if (port_->recvs.size() >= port_->attr.net_max_recvs) return errorcode_t::retry_nomem;
-      if (!port_->cq_has_room()) return errorcode_t::retry_nomem;
-      port_->recvs.push_back(detail::recv_slot_t{buffer, size, user_context});
-      ++port_->cq_reserved;
-      pump = port_->waiting_head != nullptr;
-    }
-  }
-  if (verdict == call_verdict_t::crash) crash_self();
+  const error_t error = post_recv_locked(buffer, size, user_context, &crash, &pump);
+  if (crash) crash_self();
   if (pump) world_.pump_waiting(port_);
-  note_progress();
-  return errorcode_t::done;
+  return end_call("net post_recv", error);
 }
 
 error_t sim_device_t::post_sends(int rank, const void* buffer, std::size_t size,
                                  net_imm_data_t imm_data) {
   check_target("post_sends", rank, buffer, size, port_->attr.inject_size_max);
-  begin_call("net post_sends");
-  return post_packet({packet_kind_t::send, false, rank, buffer, nullptr, size, 0, {},
-                      imm_data, nullptr});
+  begin_call();
+  return end_call("net post_sends", post_packet({packet_kind_t::send, false, rank, buffer, nullptr, size, 0, {},
+                      imm_data, nullptr}));
 }
 
 error_t sim_device_t::post_send(int rank, const void* buffer, std::size_t size, net_mr_t,
                                 net_imm_data_t imm_data, void* user_context) {
   check_target("post_send", rank, buffer, size, port_->attr.max_msg_size);
-  begin_call("net post_send");
-  return post_packet({packet_kind_t::send, true, rank, buffer, nullptr, size, 0, {},
-                      imm_data, user_context});
+  begin_call();
+  return end_call("net post_send", post_packet({packet_kind_t::send, true, rank, buffer, nullptr, size, 0, {},
+                      imm_data, user_context}));
 }
 
 error_t sim_device_t::post_puts(int rank, const void* buffer, std::size_t size,
                                 std::uint64_t offset, net_rmr_t rmr) {
   check_target("post_puts", rank, buffer, size, port_->attr.inject_size_max);
-  begin_call("net post_puts");
-  return post_packet({packet_kind_t::put, false, rank, buffer, nullptr, size, offset, rmr,
-                      0, nullptr});
+  begin_call();
+  return end_call("net post_puts", post_packet({packet_kind_t::put, false, rank, buffer, nullptr, size, offset, rmr,
+                      0, nullptr}));
 }
 
 error_t sim_device_t::post_put(int rank, const void* buffer, std::size_t size, net_mr_t,
                                std::uint64_t offset, net_rmr_t rmr, void* user_context) {
   check_target("post_put", rank, buffer, size, port_->attr.max_msg_size);
-  begin_call("net post_put");
-  return post_packet({packet_kind_t::put, true, rank, buffer, nullptr, size, offset, rmr,
-                      0, user_context});
+  begin_call();
+  return end_call("net post_put", post_packet({packet_kind_t::put, true, rank, buffer, nullptr, size, offset, rmr,
+                      0, user_context}));
 }
 
 error_t sim_device_t::post_putImms(int rank, const void* buffer, std::size_t size,
                                    std::uint64_t offset, net_rmr_t rmr,
                                    net_imm_data_t imm_data) {
   check_target("post_putImms", rank, buffer, size, port_->attr.inject_size_max);
-  begin_call("net post_putImms");
-  return post_packet({packet_kind_t::put_imm, false, rank, buffer, nullptr, size, offset,
-                      rmr, imm_data, nullptr});
+  begin_call();
+  return end_call("net post_putImms", post_packet({packet_kind_t::put_imm, false, rank, buffer, nullptr, size, offset,
+                      rmr, imm_data, nullptr}));
 }
 
 error_t sim_device_t::post_putImm(int rank, const void* buffer, std::size_t size, net_mr_t,
                                   std::uint64_t offset, net_rmr_t rmr,
                                   net_imm_data_t imm_data, void* user_context) {
   check_target("post_putImm", rank, buffer, size, port_->attr.max_msg_size);
-  begin_call("net post_putImm");
-  return post_packet({packet_kind_t::put_imm, true, rank, buffer, nullptr, size, offset,
-                      rmr, imm_data, user_context});
+  begin_call();
+  return end_call("net post_putImm", post_packet({packet_kind_t::put_imm, true, rank, buffer, nullptr, size, offset,
+                      rmr, imm_data, user_context}));
 }
 
 error_t sim_device_t::post_get(int rank, void* buffer, std::size_t size, net_mr_t,
                                std::uint64_t offset, net_rmr_t rmr, void* user_context) {
   check_target("post_get", rank, buffer, size, port_->attr.max_msg_size);
-  begin_call("net post_get");
-  return post_packet({packet_kind_t::get, true, rank, nullptr, buffer, size, offset, rmr,
-                      0, user_context});
+  begin_call();
+  return end_call("net post_get", post_packet({packet_kind_t::get, true, rank, nullptr, buffer, size, offset, rmr,
+                      0, user_context}));
 }
 
 // ---- completions ----
 
+// Under the try-lock: pops up to statuses_max completions; *crash: the
+// rank_crash fault hit; *pump: messages wait here (for cq room, or a buffer).
+std::size_t sim_device_t::poll_locked(net_status_t* statuses, std::size_t statuses_max,
+                                      bool* crash, bool* pump) {
+  detail::port_guard_t guard(port_->lock, detail::port_guard_t::mode_t::try_once);
+  if (!guard.owns_lock()) return 0;
+  const call_verdict_t verdict = draw_call_faults();
+  *crash = verdict == call_verdict_t::crash;
+  if (verdict != call_verdict_t::go) return 0;
+  std::size_t limit = std::min(statuses_max, port_->cq_count);
+  if (limit > 0 && draw(fault_kind_t::cq_pressure)) limit = port_->prng.uniform(limit);
+  for (std::size_t i = 0; i < limit; ++i) statuses[i] = port_->cq_pop();
+  *pump = port_->waiting_head != nullptr;
+  return limit;
+}
+
 std::size_t sim_device_t::poll_comp(net_status_t* statuses, std::size_t statuses_max) {
   LCI_ASSERT(statuses != nullptr || statuses_max == 0, "poll_comp needs an array");
-  begin_call("net poll_comp");
+  begin_call();
   if (world_.mode() == world_mode_t::concurrent) world_.drive_wire(port_->device_index);
-  std::size_t count = 0;
+  bool crash = false;
   bool pump = false;
-  call_verdict_t verdict;
-  {
-    util::try_lock_guard_t guard(port_->lock);
-    if (!guard.owns_lock()) return 0;
-    verdict = draw_call_faults();
-    if (verdict == call_verdict_t::busy) return 0;
-    if (verdict == call_verdict_t::go) {
-      std::size_t limit = std::min(statuses_max, port_->cq_count);
-      if (limit > 0 && draw(fault_kind_t::cq_pressure)) limit = port_->prng.uniform(limit);
-      for (; count < limit; ++count) {
-        statuses[count] = port_->cq[port_->cq_head];
-        port_->cq_head = (port_->cq_head + 1) % port_->cq.size();
-        --port_->cq_count;
-      }
-      pump = port_->waiting_head != nullptr;
-    }
-  }
-  if (verdict == call_verdict_t::crash) crash_self();
-  if (pump) world_.pump_waiting(port_);
-  if (count > 0) note_progress();
+  const std::size_t count = poll_locked(statuses, statuses_max, &crash, &pump);
+  if (crash) crash_self();
+  const bool delivered = pump && world_.pump_waiting(port_);
+  scheduler_t::call_point("net poll_comp", count > 0 || delivered);
   return count;
 }
 
@@ -288,8 +298,12 @@ error_t sim_device_t::register_memory(void* address, std::size_t size, net_mr_t*
                                 ", size " + std::to_string(size) + ")");
   }
   *mr = net_mr_t{};
-  begin_call("net register_memory");
-  util::try_lock_guard_t guard(port_->lock);
+  begin_call();
+  return end_call("net register_memory", register_locked(address, size, mr));
+}
+
+error_t sim_device_t::register_locked(void* address, std::size_t size, net_mr_t* mr) {
+  detail::port_guard_t guard(port_->lock, detail::port_guard_t::mode_t::try_once);
   if (!guard.owns_lock()) return errorcode_t::retry_lock;
   if (draw(fault_kind_t::registration_failure)) return errorcode_t::retry_nomem;
   auto& table = port_->registrations;
@@ -302,7 +316,6 @@ error_t sim_device_t::register_memory(void* address, std::size_t size, net_mr_t*
   mr->base = address;
   mr->size = size;
   mr->opaque = &*free_slot;
-  note_progress();
   return errorcode_t::done;
 }
 
@@ -312,7 +325,7 @@ void sim_device_t::deregister_memory(net_mr_t* mr) {
   }
   auto* registration = static_cast<detail::registration_t*>(mr->opaque);
   {
-    util::spinlock_guard_t guard(port_->lock);
+    detail::port_guard_t guard(port_->lock, detail::port_guard_t::mode_t::wait);
     const auto& table = port_->registrations;
     const bool ours = registration >= table.data() && registration < table.data() + table.size();
     if (!ours || !registration->live) {

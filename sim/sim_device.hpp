@@ -1,12 +1,14 @@
 // sim_device_t: one simulated network device (backends/backend.hpp's
 // net_device_t) of one rank of a world_t (sim_world.hpp).
 //
-// Every method is a scheduling point in deterministic mode: it calls
-// scheduler_t::wait() first, outside any lock, so the seeded scheduler may run
-// another rank (or thread) there. wait(), not yield(): a call that changes
-// nothing (a poll that finds nothing, a post refused with retry) is not
-// progress, so ranks spinning on poll_comp still end as a reported deadlock;
-// a call that changes the world calls note_progress().
+// Every post, post_recv, poll_comp and register_memory ends at a scheduling
+// point in deterministic mode: scheduler_t::call_point(), after the call and
+// outside any lock, telling whether the call changed the world. A call that
+// changed nothing (a poll that finds nothing, a post refused with retry) is a
+// wait(), not progress, so ranks spinning on poll_comp still end as a
+// reported deadlock; a call that changed something is progress and lets the
+// rank go on for a seeded run budget of such calls before the scheduler may
+// run another rank (or thread) — see sim_scheduler.hpp.
 //
 // Thread safety: every method may run concurrently; the port's spinlock is
 //                only try-locked on the posting/polling path (busy ->
@@ -81,7 +83,13 @@ class sim_device_t final : public backend::net_device_t {
   struct post_args_t;
   enum class call_verdict_t : std::uint8_t { go, busy, crash };
 
-  void begin_call(const char* what);
+  void begin_call();
+  [[nodiscard]] error_t end_call(const char* what, error_t error);
+  error_t post_recv_locked(void* buffer, std::size_t size, void* user_context, bool* crash,
+                           bool* pump);
+  error_t register_locked(void* address, std::size_t size, backend::net_mr_t* mr);
+  std::size_t poll_locked(backend::net_status_t* statuses, std::size_t statuses_max, bool* crash,
+                          bool* pump);
   call_verdict_t draw_call_faults();
   bool draw(fault_kind_t kind);
   void check_target(const char* op, int rank, const void* buffer, std::size_t size,

@@ -35,8 +35,7 @@ struct harness_state_t {
     published.resize(static_cast<std::size_t>(ranks_count));
     for (int r = 0; r < ranks_count; ++r) {
       contexts.push_back(std::make_unique<sim_context_t>(world, r));
-      hosts.push_back(std::make_unique<rank_host_t>(
-          *contexts.back(), [this, r](const char* what) { rank_env_t(this, r).wait(what); }));
+      hosts.push_back(std::make_unique<rank_host_t>(*contexts.back(), rank_env_t(this, r)));
     }
   }
 

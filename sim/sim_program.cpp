@@ -4,9 +4,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <stdexcept>
 #include <string>
 
 #include "sim/sim_harness.hpp"
+#include "sim/sim_rank_host.hpp"
 #include "sim/sim_seed.hpp"
 
 namespace lci::sim {
@@ -47,6 +49,12 @@ int run_program(int argc, char** argv, int ranks_default, rank_main_t rank_main)
     return 1;
   }
   return failed_ranks.load(std::memory_order_relaxed) == 0 ? 0 : 1;
+}
+
+void run_threads(int threads_count, const std::function<void(int)>& body) {
+  rank_host_t* host = rank_host_t::current();
+  if (host == nullptr) throw std::logic_error("lci::sim::run_threads outside a simulated rank");
+  host->env().run_threads(threads_count, body);
 }
 
 }  // namespace lci::sim

@@ -16,10 +16,18 @@
 // Blocking: until every rank returned or the run failed.
 #pragma once
 
+#include <functional>
+
 namespace lci::sim {
 
 using rank_main_t = int (*)(int argc, char** argv);
 
 int run_program(int argc, char** argv, int ranks_default, rank_main_t rank_main);
+
+// From inside a rank: runs body(0 .. threads_count-1) as threads of the
+// calling rank (fibers of the seeded scheduler in deterministic mode, OS
+// threads in concurrent mode) and returns when all have returned. Throws
+// std::logic_error outside a simulated rank.
+void run_threads(int threads_count, const std::function<void(int)>& body);
 
 }  // namespace lci::sim

@@ -34,6 +34,8 @@ lci::detail::host_t* lookup() { return current_binding().host; }
 
 rank_host_t::~rank_host_t() { delete g_runtime_; }
 
+rank_host_t* rank_host_t::current() { return current_binding().host; }
+
 unsigned& rank_host_t::dispatch_depth() { return current_binding().dispatch_depth; }
 
 void rank_host_t::bind_current(rank_host_t* host) {

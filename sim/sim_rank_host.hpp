@@ -14,17 +14,16 @@
 // Ownership:     the harness owns hosts; a host borrows the context.
 #pragma once
 
-#include <functional>
-
 #include "backends/backend.hpp"
 #include "lci/runtime/host.hpp"
+#include "sim/sim_harness.hpp"
 
 namespace lci::sim {
 
 class rank_host_t final : public lci::detail::host_t {
  public:
-  rank_host_t(backend::net_context_t& context, std::function<void(const char*)> idle)
-      : context_(context), idle_(std::move(idle)) {}
+  rank_host_t(backend::net_context_t& context, rank_env_t env)
+      : context_(context), env_(env) {}
   // A global runtime the rank's code left behind (it threw, or crashed,
   // before g_runtime_fina) is finalized here, while the world still exists.
   ~rank_host_t() override;
@@ -34,7 +33,10 @@ class rank_host_t final : public lci::detail::host_t {
   backend::net_context_t& net_context() override { return context_; }
   bool simulated() const override { return true; }
   lci::detail::runtime_impl_t*& g_runtime_slot() override { return g_runtime_; }
-  void idle(const char* what) override { idle_(what); }
+  void idle(const char* what) override { env_.wait(what); }
+  rank_env_t& env() { return env_; }
+  // The calling fiber's/thread's rank host; nullptr outside a simulated rank.
+  static rank_host_t* current();
   unsigned& dispatch_depth() override;
 
   // nullptr unbinds.
@@ -44,7 +46,7 @@ class rank_host_t final : public lci::detail::host_t {
 
  private:
   backend::net_context_t& context_;
-  std::function<void(const char*)> idle_;
+  rank_env_t env_;
   lci::detail::runtime_impl_t* g_runtime_ = nullptr;
 };
 
