@@ -31,7 +31,10 @@
 //                any threads (backends serialise internally with try-locks).
 // Ownership:     see each post_* comment: "s" variants (post_sends,
 //                post_puts, post_putImms) copy the payload before returning
-//                done and produce no local completion; the others keep the
+//                done and produce no local completion on success; a fault
+//                found later (protection, crashed peer) still comes back as
+//                a completion, with user_context == nullptr, since it is the
+//                only place the caller can learn of it. The others keep the
 //                caller's buffer until their completion is polled.
 // Allocation:    at device creation; the data path does not allocate.
 #pragma once
@@ -171,6 +174,9 @@ class net_context_t {
   virtual int rank_n() const = 0;
   // Collective: every rank allocates its devices in the same order; the
   // n-th device of one rank talks to the n-th device of every other.
+  // Precondition: one thread of a rank allocates at a time (two concurrent
+  // calls get indices in lock order, which peers cannot know); the runtime
+  // refuses overlapping device allocations with a clear error.
   virtual std::unique_ptr<net_device_t> alloc_device(
       const net_device_attr_t& requested) = 0;
 };

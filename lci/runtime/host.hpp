@@ -15,6 +15,7 @@
 #pragma once
 
 #include "backends/backend.hpp"
+#include "lci/util/spinlock.hpp"
 
 namespace lci::detail {
 
@@ -32,6 +33,13 @@ class host_t {
   // How deep the calling thread (or simulated thread: a fiber) is inside
   // completion dispatch; progress() refuses to run when it is not 0.
   virtual unsigned& dispatch_depth() = 0;
+
+  // Held while a runtime of this host allocates a device (see
+  // runtime_impl_t::alloc_device).
+  util::spinlock_t& device_alloc_lock() { return device_alloc_lock_; }
+
+ private:
+  util::spinlock_t device_alloc_lock_;
 };
 
 using host_lookup_fn_t = host_t* (*)();

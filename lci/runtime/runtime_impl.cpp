@@ -7,6 +7,7 @@
 
 #include "lci/runtime/device_impl.hpp"
 #include "lci/util/assert.hpp"
+#include "lci/util/try_lock.hpp"
 
 namespace lci::detail {
 
@@ -127,6 +128,16 @@ device_impl_t* runtime_impl_t::alloc_device(const attr_device_t& attr, packet_po
   }
   if (pool->runtime != this) {
     throw std::invalid_argument("alloc_device: packet_pool belongs to another runtime");
+  }
+  // Devices pair across ranks by allocation order (backend.hpp): two
+  // threads of this rank (of any of its runtimes) allocating at once would
+  // pair by chance, so the second is refused instead.
+  util::try_lock_guard_t allocating(host_.device_alloc_lock());
+  if (!allocating.owns_lock()) {
+    throw std::logic_error(
+        "alloc_device: another thread of this rank is allocating a device; device allocation "
+        "is collective and pairs devices by order, so allocate devices from one thread at a "
+        "time, in the same order on every rank");
   }
   auto device = std::make_unique<device_impl_t>(this, attr, pool);
   device_impl_t* raw = device.get();

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "lci/api/lci_generated.hpp"
+#include "lci/progress/progress.hpp"
 #include "lci/protocol/immediate.hpp"
 #include "lci/runtime/allocator.hpp"
 #include "lci/runtime/resolve.hpp"
@@ -235,10 +236,18 @@ mr_t register_memory_x::call_impl(void* address, std::size_t size, device_t devi
   detail::device_impl_t& d = detail::resolve_device(rt, device);
   if (address == nullptr) throw std::invalid_argument("register_memory: address = nullptr");
   backend::net_mr_t net_mr;
-  const error_t error = d.net().register_memory(address, size, &net_mr);
+  // A refusal may be transient (registrations freed by operations that
+  // complete during progress): retry a bounded number of times first.
+  constexpr int attempts_max = 1024;
+  error_t error = d.net().register_memory(address, size, &net_mr);
+  for (int attempt = 1; error.is_retry() && attempt < attempts_max; ++attempt) {
+    if (detail::progress_device(d).is_retry()) rt.host().idle("register_memory");
+    error = d.net().register_memory(address, size, &net_mr);
+  }
   if (!error.is_done()) {
     throw std::runtime_error("register_memory: the network refused to register " +
-                             std::to_string(size) + " bytes (" + error.get_str() + ")");
+                             std::to_string(size) + " bytes " + std::to_string(attempts_max) +
+                             " times (" + error.get_str() + ")");
   }
   return mr_t(new detail::mr_impl_t(&d, net_mr));
 }
