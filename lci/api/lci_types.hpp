@@ -40,6 +40,12 @@ enum class matching_entry_type_t : std::uint8_t { send, recv };
 // the buffer may be reused, `network` once the data reached the target.
 enum class comp_semantic_t : std::uint8_t { memory, network };
 
+// A contiguous buffer: what status_t::get_buffer() returns.
+struct buffer_t {
+  void* base = nullptr;
+  std::size_t size = 0;
+};
+
 // The result of an operation, given back by a post (done), by a completion
 // object later (posted) or by cq_pop/sync_test.
 struct status_t {
@@ -56,8 +62,8 @@ struct status_t {
   bool is_done() const { return error.is_done(); }
   bool is_posted() const { return error.is_posted(); }
   bool is_retry() const { return error.is_retry(); }
-  // Pairs with the upstream spelling: the received payload.
-  void* get_buffer() const { return buffer; }
+  // The payload as one buffer (an incoming AM: the user frees base).
+  buffer_t get_buffer() const { return {buffer, size}; }
   std::size_t get_size() const { return size; }
 };
 

@@ -15,7 +15,7 @@
 #pragma once
 
 #include "backends/backend.hpp"
-#include "lci/util/spinlock.hpp"
+#include "lci/util/atomic.hpp"
 
 namespace lci::detail {
 
@@ -34,12 +34,14 @@ class host_t {
   // completion dispatch; progress() refuses to run when it is not 0.
   virtual unsigned& dispatch_depth() = 0;
 
-  // Held while a runtime of this host allocates a device (see
-  // runtime_impl_t::alloc_device).
-  util::spinlock_t& device_alloc_lock() { return device_alloc_lock_; }
+  // Set while a runtime of this host allocates a device (see
+  // runtime_impl_t::alloc_device). A flag, not a lock: device allocation
+  // calls the network, which may be a scheduling point in the simulator,
+  // where no lock may be held.
+  util::atomic<bool>& device_allocating() { return device_allocating_; }
 
  private:
-  util::spinlock_t device_alloc_lock_;
+  util::atomic<bool> device_allocating_{false};
 };
 
 using host_lookup_fn_t = host_t* (*)();

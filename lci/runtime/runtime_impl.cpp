@@ -7,7 +7,6 @@
 
 #include "lci/runtime/device_impl.hpp"
 #include "lci/util/assert.hpp"
-#include "lci/util/try_lock.hpp"
 
 namespace lci::detail {
 
@@ -132,13 +131,17 @@ device_impl_t* runtime_impl_t::alloc_device(const attr_device_t& attr, packet_po
   // Devices pair across ranks by allocation order (backend.hpp): two
   // threads of this rank (of any of its runtimes) allocating at once would
   // pair by chance, so the second is refused instead.
-  util::try_lock_guard_t allocating(host_.device_alloc_lock());
-  if (!allocating.owns_lock()) {
+  // acquire/release: one allocation's effects are seen by the next.
+  if (host_.device_allocating().exchange(true, util::mo_acquire)) {
     throw std::logic_error(
         "alloc_device: another thread of this rank is allocating a device; device allocation "
         "is collective and pairs devices by order, so allocate devices from one thread at a "
         "time, in the same order on every rank");
   }
+  struct release_t {
+    util::atomic<bool>& flag;
+    ~release_t() { flag.store(false, util::mo_release); }
+  } release{host_.device_allocating()};
   auto device = std::make_unique<device_impl_t>(this, attr, pool);
   device_impl_t* raw = device.get();
   util::spinlock_guard_t guard(resources_lock_);
