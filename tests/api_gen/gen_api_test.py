@@ -1,0 +1,127 @@
+"""Tests of the API description parser in tools/api_gen/gen_api.py."""
+
+import os
+import subprocess
+import sys
+import tempfile
+import textwrap
+import unittest
+
+from tools.api_gen import gen_api
+
+# A valid description the error cases below each break in one place.
+VALID = textwrap.dedent("""\
+    # comment
+    enum shade_t { light, dark }                 // doc
+    resource runtime                             // doc
+      attr name : const char* = nullptr          // doc
+    resource widget                              // doc
+      attr count : size_t = 8                    // doc
+      attr shade : shade_t = dark                // doc
+    op alloc_widget -> widget_t                  // doc
+      arg seed : int
+      attrs widget : *
+      opt peer : widget_t = {}                   // doc
+    op stop -> void [no_runtime]
+    """)
+
+
+def parse(text):
+    return gen_api.parse(text, "test.def")
+
+
+class ParserTest(unittest.TestCase):
+    def assert_error(self, text, line, fragment):
+        with self.assertRaises(gen_api.DslError) as caught:
+            parse(text)
+        self.assertEqual(caught.exception.line, line, str(caught.exception))
+        self.assertIn(fragment, caught.exception.message)
+        self.assertTrue(str(caught.exception).startswith(f"test.def:{line}: "),
+                        str(caught.exception))
+
+    def test_valid_description(self):
+        api = parse(VALID)
+        self.assertEqual([e.name for e in api.enums], ["shade_t"])
+        self.assertEqual([r.name for r in api.resources], ["runtime", "widget"])
+        alloc = api.operations[0]
+        self.assertEqual([p.name for p in alloc.args], ["seed"])
+        # attrs expand in place, then the other options, then the runtime.
+        self.assertEqual([p.name for p in alloc.options],
+                         ["count", "shade", "peer", "runtime"])
+        self.assertEqual([p.attr_of for p in alloc.options],
+                         ["widget", "widget", None, None])
+        # A bare enum value is qualified.
+        self.assertEqual(api.resources[1].attrs[1].default, "shade_t::dark")
+        self.assertEqual(api.operations[1].options, [])
+
+    def test_malformed_line_names_its_line(self):
+        lines = VALID.splitlines()
+        lines[5] = "  attr count size_t = 8  // missing colon"
+        self.assert_error("\n".join(lines), 6, "expected 'attr NAME : TYPE = DEFAULT'")
+        self.assert_error(VALID + "operation broken\n", 13, "expected 'enum NAME")
+        self.assert_error(VALID + "  attr misplaced : int = 0  // doc\n", 13,
+                          "expected 'arg NAME")
+        self.assert_error(VALID + "resource gadget  // doc\n  opt misplaced : int = 0\n", 14,
+                          "expected 'attr NAME")
+        self.assert_error("  attr orphan : int = 0  // doc\n", 1, "outside a resource or op")
+
+    def test_duplicate_option_is_refused(self):
+        text = VALID + "op poke -> void\n  opt tag : int = 0\n  opt tag : int = 1\n"
+        self.assert_error(text, 15, "duplicate argument or option of op poke 'tag'")
+
+    def test_option_clashing_with_argument_or_attribute_is_refused(self):
+        self.assert_error(VALID + "op poke -> void\n  arg tag : int\n  opt tag : int = 0\n",
+                          15, "duplicate")
+        self.assert_error(VALID.replace("opt peer : widget_t", "opt count : widget_t"),
+                          11, "duplicate argument or option of op alloc_widget 'count'")
+
+    def test_implicit_runtime_option_is_reserved(self):
+        self.assert_error(VALID + "op poke -> void\n  opt runtime : int = 0\n", 14,
+                          "option 'runtime' is implicit")
+
+    def test_cross_reference_errors(self):
+        self.assert_error(VALID.replace("attrs widget : *", "attrs gadget : *"), 10,
+                          "unknown resource 'gadget'")
+        self.assert_error(VALID.replace("attrs widget : *", "attrs widget : count size"), 10,
+                          "has no attribute 'size'")
+        self.assert_error(VALID.replace("= dark", "= dusk"), 7, "'dusk' is not a value")
+        self.assert_error(VALID.replace("size_t = 8", "float = 8"), 6, "no environment reader")
+        self.assert_error(VALID.replace("[no_runtime]", "[no_runtime, fast]"), 12,
+                          "unknown modifier 'fast'")
+        self.assert_error(VALID.replace("count : size_t = 8                    // doc",
+                                        "count : size_t = 8"), 6, "needs a one-line doc")
+        self.assert_error(VALID + "op late -> void\n  opt a : int = 0\n  arg b : int\n", 15,
+                          "after an option")
+        self.assert_error(VALID + "enum shade_t { x }\n", 13, "duplicate enum 'shade_t'")
+        self.assert_error(VALID + "op poke -> void\n  arg new_value : int\n", 14, "reserved")
+
+    def test_runtime_resource_required_unless_no_runtime(self):
+        text = "op poke -> void\n"
+        self.assert_error(text, 1, "no 'resource runtime'")
+        self.assertEqual(parse("op poke -> void [no_runtime]\n").operations[0].options, [])
+
+
+class CommandLineTest(unittest.TestCase):
+    def run_generator(self, text):
+        with tempfile.TemporaryDirectory() as directory:
+            source = os.path.join(directory, "bad.def")
+            with open(source, "w", encoding="utf-8") as f:
+                f.write(text)
+            return subprocess.run(
+                [sys.executable, gen_api.__file__, source, "--namespace", "x",
+                 "--include", "x.hpp", "--header", os.path.join(directory, "x.hpp"),
+                 "--source", os.path.join(directory, "x.cpp")],
+                capture_output=True, text=True, check=False), source
+
+    def test_bad_input_fails_with_file_and_line(self):
+        result, source = self.run_generator(VALID + "bogus\n")
+        self.assertEqual(result.returncode, 1)
+        self.assertIn(f"{source}:13: expected", result.stderr)
+
+    def test_good_input_writes_both_files(self):
+        result, _ = self.run_generator(VALID)
+        self.assertEqual(result.returncode, 0, result.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()

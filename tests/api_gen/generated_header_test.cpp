@@ -1,0 +1,243 @@
+// The real generated header (from lci/api/lci_api.def): it compiles on its
+// own (it is included first), its call_impl signatures are the contract the
+// runtime implements, allocating functors have exactly the attribute
+// setters the public API lists, and the generated defaults, enum names and
+// handles behave. Nothing the runtime defines is linked: neither operator()
+// nor an attribute getter (they need call_impl and detail::get_attr) runs.
+#include "lci/api/lci_generated.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+#include <utility>
+
+namespace {
+
+using namespace lci;
+// glibc's <errno.h> declares a global error_t too: name ours in full.
+
+// ---- call_impl signatures: positional args, then the attribute struct in
+// place of the attribute options, then other options in description order,
+// then the runtime (absent for the [no_runtime] operations).
+template <typename Actual, typename Expected>
+constexpr bool same_v = std::is_same_v<Actual, Expected>;
+
+static_assert(same_v<decltype(&post_comm_x::call_impl),
+                     status_t (post_comm_x::*)(direction_t, int, void*, size_t, comp_t, device_t,
+                                               endpoint_t, packet_pool_t, matching_engine_t,
+                                               comp_semantic_t, mr_t, uintptr_t, rmr_t, tag_t,
+                                               rcomp_t, void*, matching_policy_t, bool, bool,
+                                               bool, runtime_t) const>);
+static_assert(same_v<decltype(&post_send_x::call_impl),
+                     status_t (post_send_x::*)(int, void*, size_t, tag_t, comp_t, device_t,
+                                               endpoint_t, packet_pool_t, matching_engine_t,
+                                               comp_semantic_t, mr_t, void*, matching_policy_t,
+                                               bool, bool, bool, runtime_t) const>);
+static_assert(same_v<decltype(&post_recv_x::call_impl),
+                     status_t (post_recv_x::*)(int, void*, size_t, tag_t, comp_t, device_t,
+                                               endpoint_t, packet_pool_t, matching_engine_t,
+                                               comp_semantic_t, mr_t, void*, matching_policy_t,
+                                               bool, bool, bool, runtime_t) const>);
+static_assert(same_v<decltype(&post_am_x::call_impl),
+                     status_t (post_am_x::*)(int, void*, size_t, comp_t, rcomp_t, device_t,
+                                             endpoint_t, packet_pool_t, comp_semantic_t, mr_t,
+                                             tag_t, void*, bool, bool, bool, runtime_t) const>);
+static_assert(same_v<decltype(&post_put_x::call_impl),
+                     status_t (post_put_x::*)(int, void*, size_t, comp_t, uintptr_t, rmr_t,
+                                              device_t, endpoint_t, packet_pool_t,
+                                              comp_semantic_t, mr_t, tag_t, rcomp_t, void*, bool,
+                                              bool, bool, runtime_t) const>);
+static_assert(same_v<decltype(&post_get_x::call_impl),
+                     status_t (post_get_x::*)(int, void*, size_t, comp_t, uintptr_t, rmr_t,
+                                              device_t, endpoint_t, packet_pool_t,
+                                              comp_semantic_t, mr_t, tag_t, rcomp_t, void*, bool,
+                                              bool, bool, runtime_t) const>);
+static_assert(same_v<decltype(&alloc_device_x::call_impl),
+                     device_t (alloc_device_x::*)(const attr_device_t&, net_context_t,
+                                                  packet_pool_t, runtime_t) const>);
+static_assert(same_v<decltype(&alloc_sync_x::call_impl),
+                     comp_t (alloc_sync_x::*)(const attr_comp_t&, runtime_t) const>);
+static_assert(same_v<decltype(&alloc_cq_x::call_impl),
+                     comp_t (alloc_cq_x::*)(const attr_comp_t&, runtime_t) const>);
+static_assert(same_v<decltype(&alloc_handler_x::call_impl),
+                     comp_t (alloc_handler_x::*)(comp_handler_t, const attr_comp_t&,
+                                                 runtime_t) const>);
+static_assert(same_v<decltype(&alloc_graph_x::call_impl),
+                     comp_t (alloc_graph_x::*)(const attr_comp_t&, comp_t, runtime_t) const>);
+static_assert(same_v<decltype(&alloc_runtime_x::call_impl),
+                     runtime_t (alloc_runtime_x::*)(const attr_runtime_t&) const>);
+static_assert(same_v<decltype(&g_runtime_init_x::call_impl),
+                     runtime_t (g_runtime_init_x::*)(const attr_runtime_t&) const>);
+static_assert(same_v<decltype(&g_runtime_fina_x::call_impl), void (g_runtime_fina_x::*)() const>);
+static_assert(same_v<decltype(&free_runtime_x::call_impl),
+                     void (free_runtime_x::*)(runtime_t*) const>);
+static_assert(same_v<decltype(&sync_wait_x::call_impl),
+                     void (sync_wait_x::*)(comp_t, status_t*, bool, device_t, runtime_t) const>);
+static_assert(same_v<decltype(&progress_x::call_impl),
+                     lci::error_t (progress_x::*)(device_t, endpoint_t, runtime_t) const>);
+static_assert(same_v<decltype(&barrier_x::call_impl),
+                     void (barrier_x::*)(device_t, endpoint_t, matching_engine_t,
+                                         comp_semantic_t, comp_t, runtime_t) const>);
+static_assert(same_v<decltype(&register_memory_x::call_impl),
+                     mr_t (register_memory_x::*)(void*, size_t, device_t, runtime_t) const>);
+static_assert(same_v<decltype(&graph_add_node_x::call_impl),
+                     graph_node_t (graph_add_node_x::*)(comp_t, graph_node_run_cb_t, void*,
+                                                        graph_node_free_cb_t, runtime_t) const>);
+static_assert(same_v<decltype(&matching_engine_insert_x::call_impl),
+                     matching_entry_val_t (matching_engine_insert_x::*)(
+                         matching_engine_t, matching_entry_key_t, matching_entry_val_t,
+                         matching_entry_type_t, runtime_t) const>);
+
+// ---- setters: detection of a setter by name, for a given functor.
+#define LCI_TEST_HAS_SETTER(setter, argument)                                           \
+  template <typename T, typename = void>                                                \
+  struct has_##setter : std::false_type {};                                             \
+  template <typename T>                                                                 \
+  struct has_##setter<T, std::void_t<decltype(std::declval<T&>().setter(argument))>> \
+      : std::true_type {}
+
+LCI_TEST_HAS_SETTER(threshold, 1);
+LCI_TEST_HAS_SETTER(zero_copy_am, true);
+LCI_TEST_HAS_SETTER(default_length, 1);
+LCI_TEST_HAS_SETTER(cq_type, attr_cq_type_t::lcrq);
+LCI_TEST_HAS_SETTER(name, "x");
+LCI_TEST_HAS_SETTER(user_context, nullptr);
+LCI_TEST_HAS_SETTER(runtime, runtime_t());
+LCI_TEST_HAS_SETTER(backend, attr_backend_t::sim);
+LCI_TEST_HAS_SETTER(comp, comp_t());
+
+// Only the attributes the public API lists as options of each operation.
+static_assert(has_threshold<alloc_sync_x>::value && has_zero_copy_am<alloc_sync_x>::value &&
+              has_name<alloc_sync_x>::value && has_user_context<alloc_sync_x>::value);
+static_assert(!has_default_length<alloc_sync_x>::value && !has_cq_type<alloc_sync_x>::value);
+static_assert(has_default_length<alloc_cq_x>::value && has_cq_type<alloc_cq_x>::value &&
+              has_zero_copy_am<alloc_cq_x>::value && !has_threshold<alloc_cq_x>::value);
+static_assert(has_name<alloc_counter_x>::value && !has_threshold<alloc_counter_x>::value &&
+              !has_zero_copy_am<alloc_counter_x>::value);
+static_assert(has_zero_copy_am<alloc_handler_x>::value && !has_threshold<alloc_handler_x>::value);
+static_assert(has_comp<alloc_graph_x>::value && has_name<alloc_graph_x>::value &&
+              !has_zero_copy_am<alloc_graph_x>::value);
+// The runtime's backend is an attribute but not an option of alloc_runtime;
+// the net context's is both.
+static_assert(!has_backend<alloc_runtime_x>::value && has_backend<alloc_net_context_x>::value);
+// [no_runtime] operations take no runtime option; the others do.
+static_assert(!has_runtime<alloc_runtime_x>::value && !has_runtime<g_runtime_init_x>::value &&
+              !has_runtime<get_g_runtime_x>::value && !has_runtime<free_runtime_x>::value);
+static_assert(has_runtime<alloc_sync_x>::value && has_runtime<barrier_x>::value);
+
+// Setters chain by reference, in any order.
+static_assert(same_v<decltype(std::declval<post_send_x&>().device(device_t())), post_send_x&>);
+
+TEST(GeneratedHeaderTest, FunctorsChainSetters) {
+  int buffer = 0;
+  post_send_x send(1, &buffer, sizeof(buffer), 7, comp_t());
+  post_send_x& chained = send.matching_policy(matching_policy_t::rank_only)
+                             .device(device_t())
+                             .allow_retry(false)
+                             .user_context(&buffer);
+  EXPECT_EQ(&chained, &send);
+  alloc_device_x device;
+  EXPECT_EQ(&device.net_max_sends(16).packet_pool(packet_pool_t()).name("d"), &device);
+}
+
+TEST(GeneratedHeaderTest, DefaultAttributesMatchTheDescription) {
+  const attr_runtime_t runtime = detail::get_default_attr_runtime();
+  EXPECT_EQ(runtime.packet_return_threshold, 0u);
+  EXPECT_EQ(runtime.imm_nbits_tag, 16);
+  EXPECT_EQ(runtime.imm_nbits_rcomp, 15);
+  EXPECT_EQ(runtime.rdv_protocol, attr_rdv_protocol_t::writeimm);
+  EXPECT_TRUE(runtime.alloc_default_device);
+  EXPECT_TRUE(runtime.alloc_default_packet_pool);
+  EXPECT_TRUE(runtime.alloc_default_matching_engine);
+  EXPECT_EQ(runtime.name, nullptr);
+  EXPECT_EQ(runtime.device_name, "");
+  EXPECT_EQ(runtime.backend, attr_backend_t::none);
+
+  const attr_net_context_t net_context = detail::get_default_attr_net_context();
+  EXPECT_EQ(net_context.backend, attr_backend_t::none);
+  EXPECT_EQ(net_context.ibv_gid_idx, -1);
+  EXPECT_EQ(net_context.ibv_odp_strategy, attr_ibv_odp_strategy_t::none);
+  EXPECT_EQ(net_context.ibv_prefetch_strategy, attr_ibv_prefetch_strategy_t::none);
+  EXPECT_FALSE(net_context.use_dmabuf);
+
+  const attr_device_t device = detail::get_default_attr_device();
+  EXPECT_EQ(device.net_max_sends, 0u);
+  EXPECT_EQ(device.net_send_reserved_pct, 0.25);
+  EXPECT_EQ(device.ofi_lock_mode, 0u);
+  EXPECT_TRUE(device.alloc_default_endpoint);
+  EXPECT_FALSE(device.alloc_progress_endpoint);
+  EXPECT_EQ(device.ibv_td_strategy, attr_ibv_td_strategy_t::none);
+
+  EXPECT_EQ(detail::get_default_attr_matching_engine().matching_engine_type,
+            attr_matching_engine_type_t::map);
+
+  const attr_comp_t comp = detail::get_default_attr_comp();
+  EXPECT_EQ(comp.threshold, 1);
+  EXPECT_FALSE(comp.zero_copy_am);
+  EXPECT_EQ(comp.default_length, 0);
+  EXPECT_EQ(comp.cq_type, attr_cq_type_t::lcrq);
+}
+
+template <typename E>
+void expect_round_trip(const char* (*to_str)(E), bool (*parse)(const char*, E*),
+                       std::initializer_list<std::pair<E, const char*>> values) {
+  for (const auto& [value, name] : values) {
+    EXPECT_STREQ(to_str(value), name);
+    // Start from another value, so a parse that writes nothing is caught.
+    E parsed = value == values.begin()->first ? (values.end() - 1)->first : values.begin()->first;
+    ASSERT_TRUE(parse(name, &parsed)) << name;
+    EXPECT_EQ(parsed, value) << name;
+  }
+}
+
+TEST(GeneratedHeaderTest, EnumNamesRoundTrip) {
+  expect_round_trip<attr_backend_t>(&get_attr_backend_str, &detail::parse_attr_backend,
+                                    {{attr_backend_t::none, "none"},
+                                     {attr_backend_t::sim, "sim"},
+                                     {attr_backend_t::ofi, "ofi"},
+                                     {attr_backend_t::ibv, "ibv"}});
+  expect_round_trip<attr_rdv_protocol_t>(
+      &get_attr_rdv_protocol_str, &detail::parse_attr_rdv_protocol,
+      {{attr_rdv_protocol_t::write, "write"}, {attr_rdv_protocol_t::writeimm, "writeimm"}});
+  expect_round_trip<attr_cq_type_t>(
+      &get_attr_cq_type_str, &detail::parse_attr_cq_type,
+      {{attr_cq_type_t::array_atomic, "array_atomic"}, {attr_cq_type_t::lcrq, "lcrq"}});
+  expect_round_trip<attr_matching_engine_type_t>(
+      &get_attr_matching_engine_type_str, &detail::parse_attr_matching_engine_type,
+      {{attr_matching_engine_type_t::queue, "queue"}, {attr_matching_engine_type_t::map, "map"}});
+  expect_round_trip<attr_ibv_odp_strategy_t>(
+      &get_attr_ibv_odp_strategy_str, &detail::parse_attr_ibv_odp_strategy,
+      {{attr_ibv_odp_strategy_t::none, "none"},
+       {attr_ibv_odp_strategy_t::explicit_odp, "explicit_odp"},
+       {attr_ibv_odp_strategy_t::implicit_odp, "implicit_odp"}});
+  expect_round_trip<attr_ibv_prefetch_strategy_t>(
+      &get_attr_ibv_prefetch_strategy_str, &detail::parse_attr_ibv_prefetch_strategy,
+      {{attr_ibv_prefetch_strategy_t::none, "none"},
+       {attr_ibv_prefetch_strategy_t::prefetch, "prefetch"},
+       {attr_ibv_prefetch_strategy_t::prefetch_write, "prefetch_write"},
+       {attr_ibv_prefetch_strategy_t::prefetch_no_fault, "prefetch_no_fault"}});
+  expect_round_trip<attr_ibv_td_strategy_t>(
+      &get_attr_ibv_td_strategy_str, &detail::parse_attr_ibv_td_strategy,
+      {{attr_ibv_td_strategy_t::none, "none"},
+       {attr_ibv_td_strategy_t::all_qp, "all_qp"},
+       {attr_ibv_td_strategy_t::per_qp, "per_qp"}});
+}
+
+TEST(GeneratedHeaderTest, EmptyHandlesAreRefused) {
+  const device_t device;
+  EXPECT_TRUE(device.is_empty());
+  try {
+    (void)device.get_impl();
+    ADD_FAILURE() << "an empty device_t gave its impl";
+  } catch (const std::invalid_argument& error) {
+    EXPECT_STREQ(error.what(), "device_t: empty handle");
+  }
+  EXPECT_THROW((void)comp_t().get_impl(), std::invalid_argument);
+  EXPECT_THROW((void)mr_t().get_impl(), std::invalid_argument);
+  EXPECT_TRUE(runtime_t() == runtime_t());
+}
+
+}  // namespace
