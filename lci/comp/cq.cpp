@@ -14,10 +14,10 @@ namespace {
 int checked_length(cq_kind_t kind, int default_length) {
   if (kind == cq_kind_t::array_atomic &&
       (default_length < 1 || default_length > cq_impl_t::default_length_max)) {
-    throw std::invalid_argument(
-        "alloc_cq: default_length must be in [1, " +
-        std::to_string(cq_impl_t::default_length_max) +
-        "] for cq_type array_atomic, got " + std::to_string(default_length));
+    throw std::invalid_argument("alloc_cq: default_length must be in [1, " +
+                                std::to_string(cq_impl_t::default_length_max) +
+                                "] for cq_type array_atomic, got " +
+                                std::to_string(default_length));
   }
   return default_length;
 }
@@ -80,7 +80,8 @@ void cq_impl_t::push_array(status_node_t* node) {
   // coherence a signal that happens after a spill reads a non-zero count
   // (until a pop drains the list), which is all the FIFO order needs. The
   // status itself travels through the array's or the lock's own ordering.
-  if (spilled_pending_.value.load(util::mo_relaxed) == 0 && array_->push(node)) {
+  if (spilled_pending_.value.load(util::mo_relaxed) == 0 &&
+      array_->push(node)) {
     return;
   }
   spill(node);
@@ -111,9 +112,17 @@ cq_impl_t::status_node_t* cq_impl_t::pop_array() {
   return take_spilled();
 }
 
+// The array once more, then the list head, both under the lock. The empty
+// array seen above may predate a status signalled before the list head was
+// spilled; taking the lock acquires that spill, and with it the earlier
+// status's push, so the array pop here finds it (or another pop took it).
+// The array pop may wait a few instructions for a pusher to publish its
+// slot (faa_array_t's bounded spin); that pusher never needs this lock.
 cq_impl_t::status_node_t* cq_impl_t::take_spilled() {
   util::spinlock_guard_t guard(overflow_lock_);
-  status_node_t* node = overflow_head_;
+  auto* node = static_cast<status_node_t*>(array_->pop());
+  if (node != nullptr) return node;
+  node = overflow_head_;
   if (node == nullptr) return nullptr;  // another pop drained it first
   overflow_head_ = node->next;
   if (overflow_head_ == nullptr) overflow_tail_ = nullptr;

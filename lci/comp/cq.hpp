@@ -53,7 +53,8 @@ class cq_impl_t final : public comp_impl_t {
  public:
   static constexpr int default_length_max = 1 << 30;
 
-  cq_impl_t(cq_kind_t kind, int default_length);  // throws std::invalid_argument
+  cq_impl_t(cq_kind_t kind,
+            int default_length);  // throws std::invalid_argument
   ~cq_impl_t() override;
 
   void signal(status_t status) override;
@@ -77,8 +78,9 @@ class cq_impl_t final : public comp_impl_t {
   status_node_t* take_spilled();
 
   const cq_kind_t cq_kind_;
-  const std::unique_ptr<cq::lcrq_t> lcrq_;         // kind lcrq, else null
-  const std::unique_ptr<cq::faa_array_t> array_;  // kind array_atomic, else null
+  const std::unique_ptr<cq::lcrq_t> lcrq_;  // kind lcrq, else null
+  const std::unique_ptr<cq::faa_array_t>
+      array_;  // kind array_atomic, else null
 
   // The overflow list (array_atomic only). spilled_pending_ (its length) is
   // polled by every signal and pop on the fast path, but written only on the

@@ -27,37 +27,46 @@
 // marked):
 //   state \ call   add_node/edge  start()        test()          destroy
 //   building       ok             -> running     retry           ok
-//   running        logic_error    logic_error    retry, or done  abort if a
-//                                                -> idle once    node runs
-//                                                complete
+//   running        logic_error    logic_error    retry, or done  abort: a
+//                                                -> idle if it   node is in
+//                                                ends the round  flight
 //   complete       logic_error    -> running     done -> idle    ok
 //   idle           logic_error    -> running     retry           ok
 // start() on a building graph checks it is acyclic (std::logic_error
-// otherwise) and freezes it. A round becomes complete on the thread that
-// completes its last node (or in start() if that was immediate): it stores
-// `complete` and then signals on_complete (if not null) once, with status
-// done, as its last touch of the graph, so on_complete may free the graph.
+// otherwise) and freezes it. A round ends on the thread that completes its
+// last node: in start() (every node completed at once), in signal() /
+// mark_complete(), or in a test() whose re-run of a retry node finished it
+// (that test() returns done and the state goes straight to idle; otherwise
+// to complete). That thread stores the state and then signals on_complete
+// (if not null) once, with status done, as its last touch of the graph, so
+// on_complete may free the graph if nobody else still calls into it.
 // test() returns done exactly once per round; start() may also follow
 // `complete` directly (a user who waits on on_complete instead of test()).
+// Retry nodes are re-run only by test(): a graph whose nodes may return
+// retry must be polled with test() even when on_complete is used.
 //
-// Thread safety: add_node/add_edge/start and the destructor are called by
-//                one thread at a time, never concurrently with each other.
-//                signal/mark_complete/test may run concurrently from any
-//                threads, and with start().
+// Thread safety: add_node/add_edge/start are called by one thread at a time
+//                and never concurrently with each other; the destructor
+//                never concurrently with anything. signal/mark_complete/test
+//                may run concurrently from any threads, and with start().
 // Blocking:      runs user code (node and edge fns, on_complete) on the
 //                calling thread; graph code itself only takes the retry
-//                list's spinlock for a few pointer writes. Node and edge fns
-//                must not throw.
+//                list's spinlock (every test(), and a retry result) for a
+//                few pointer writes. Node and edge fns must not throw.
 // Ownership:     values stay the user's; free_cb(value) runs for each node
 //                in the destructor. Statuses are passed by value.
 // Allocation:    add_node/add_edge and the first start() (cycle check);
 //                never while a round runs.
 // Limits:        nodes_count_max nodes and edges_count_max edges
 //                (std::length_error beyond).
-// Progress:      a round is wait-free per completion: a completion decrements
-//                each successor's counter once, and runs the successors it
-//                made ready (a bounded worklist: each node is ready once per
-//                round).
+// Progress:      no graph code waits for another thread except on the retry
+//                lock. A completion decrements each successor's counter once
+//                and runs the successors it made ready from a local FIFO (in
+//                the order their edges were added); each node is ready once
+//                a round, so the worklist is bounded by the node count.
+// Linearization: a node completes at its phase CAS in complete_node(); a
+//                round ends at the decrement of its last unit; test()
+//                returns done at the state CAS (or store) that consumes it.
 // Details: docs/design/comp.md.
 #pragma once
 
@@ -80,7 +89,7 @@ class graph_impl_t final : public comp_impl_t {
   static constexpr std::size_t edges_count_max = std::size_t{1} << 24;
 
   explicit graph_impl_t(comp_impl_t* on_complete);  // on_complete: nullable
-  ~graph_impl_t() override;  // runs every node's free_cb
+  ~graph_impl_t() override;                         // runs every node's free_cb
 
   [[nodiscard]] graph_node_t add_node(graph_node_run_cb_t fn, void* value,
                                       graph_node_free_cb_t free_cb);
@@ -125,7 +134,7 @@ class graph_impl_t final : public comp_impl_t {
   // threads (predecessors' completers, then the node's own), never at the
   // same time, and never as another node's fields are.
   struct alignas(util::cache_line_bytes) node_t {
-    util::atomic<int> predecessors_pending{0};  // this round
+    util::atomic<int> predecessors_pending{0};        // this round
     util::atomic<std::uint8_t> phase{phase_waiting};  // a phase_t
     // The one worklist the node is on: a thread's ready list or the retry
     // list. Written only by the thread that put it there.
@@ -138,6 +147,19 @@ class graph_impl_t final : public comp_impl_t {
     std::size_t index = 0;       // in nodes_
     std::vector<edge_t> successors;
   };
+  static_assert(alignof(node_t) == util::cache_line_bytes,
+                "nodes completed by different threads on separate lines");
+
+  // A FIFO of nodes linked through node_t::next: a thread's local list of
+  // nodes ready to run, or the retry list. A node is on at most one list.
+  struct node_list_t {
+    node_t* head = nullptr;
+    node_t* tail = nullptr;
+
+    bool empty() const { return head == nullptr; }
+    void push_back(node_t* node);
+    node_t* pop_front();
+  };
 
   static node_t* node_of(graph_node_t handle);
   node_t* checked_node(graph_node_t handle, const char* what) const;
@@ -147,13 +169,13 @@ class graph_impl_t final : public comp_impl_t {
   // The helpers below return true when the call finished the round's last
   // unit; the outermost caller then calls complete_round(), and touches the
   // graph no more.
-  bool run_ready(node_t* ready);
-  bool complete_node(node_t* node, const status_t& status, node_t** ready);
-  void release_successor(node_t* dst, node_t** ready);
+  bool run_ready(node_list_t& ready);
+  bool complete_node(node_t* node, const status_t& status, node_list_t& ready);
+  void release_successor(node_t* target, node_list_t& ready);
   bool finish_unit();
   void complete_round(state_t next);
   void push_retry(node_t* node);
-  node_t* take_retries();
+  node_list_t take_retries();
 
   struct alignas(util::cache_line_bytes) round_t {
     // Units still to finish this round: every node, plus GRAPH_START's (held
@@ -166,10 +188,10 @@ class graph_impl_t final : public comp_impl_t {
 
   round_t round_;
   // Written by start(), the round's last completer and test(): a state_t.
-  alignas(util::cache_line_bytes) util::atomic<std::uint8_t> state_{state_building};
+  alignas(util::cache_line_bytes) util::atomic<std::uint8_t> state_{
+      state_building};
   alignas(util::cache_line_bytes) util::spinlock_t retry_lock_;
-  node_t* retry_head_ = nullptr;  // guarded by retry_lock_; FIFO
-  node_t* retry_tail_ = nullptr;  // guarded by retry_lock_
+  node_list_t retries_;  // guarded by retry_lock_
   // Fixed once started:
   alignas(util::cache_line_bytes) comp_impl_t* const on_complete_;
   std::vector<std::unique_ptr<node_t>> nodes_;

@@ -14,10 +14,9 @@ namespace {
 
 int checked_threshold(int threshold) {
   if (threshold < 1 || threshold > sync_impl_t::threshold_max) {
-    throw std::invalid_argument(
-        "alloc_sync: threshold must be in [1, " +
-        std::to_string(sync_impl_t::threshold_max) + "], got " +
-        std::to_string(threshold));
+    throw std::invalid_argument("alloc_sync: threshold must be in [1, " +
+                                std::to_string(sync_impl_t::threshold_max) +
+                                "], got " + std::to_string(threshold));
   }
   return threshold;
 }

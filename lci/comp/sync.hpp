@@ -17,7 +17,7 @@
 // Limits:        1 <= threshold <= threshold_max (std::invalid_argument
 //                otherwise). The (threshold + 1)-th signal of a round
 //                (before the test() that resets) fails an LCI_ASSERT.
-// Progress:      wait-free (no loops).
+// Progress:      wait-free (no loop waits for another thread).
 //
 // Two layouts, as in the paper:
 //   threshold == 1: an atomic flag (empty -> writing -> full) and one slot.
