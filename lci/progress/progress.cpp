@@ -103,22 +103,34 @@ void dispatch(device_impl_t& device, const backend::net_status_t& status) {
   }
 }
 
-struct depth_guard_t {
-  explicit depth_guard_t(unsigned& depth) : depth(depth) { ++depth; }
-  ~depth_guard_t() { --depth; }
-  unsigned& depth;
+// Marks the calling thread as inside completion dispatch, refusing a
+// progress() called from a handler. The depth is looked up again on exit
+// rather than kept by reference: polling and handlers reach scheduling
+// points, and a host may move its per-thread records meanwhile (the
+// simulator grows a table of per-fiber records when a new fiber first asks).
+class dispatch_guard_t {
+ public:
+  explicit dispatch_guard_t(host_t& host) : host_(host) {
+    unsigned& depth = host.dispatch_depth();
+    if (depth != 0) {
+      throw std::logic_error(
+          "progress() called from inside a completion handler (handlers must not call "
+          "progress; post from the handler and progress from the caller's loop)");
+    }
+    ++depth;
+  }
+  ~dispatch_guard_t() { --host_.dispatch_depth(); }
+  dispatch_guard_t(const dispatch_guard_t&) = delete;
+  dispatch_guard_t& operator=(const dispatch_guard_t&) = delete;
+
+ private:
+  host_t& host_;
 };
 
 }  // namespace
 
 error_t progress_device(device_impl_t& device) {
-  unsigned& depth = device.runtime()->host().dispatch_depth();
-  if (depth != 0) {
-    throw std::logic_error(
-        "progress() called from inside a completion handler (handlers must not call "
-        "progress; post from the handler and progress from the caller's loop)");
-  }
-  depth_guard_t guard(depth);
+  dispatch_guard_t guard(device.runtime()->host());
   bool progressed = device.drain_backlog();
   backend::net_status_t statuses[poll_batch_max];
   const std::size_t polled = device.net().poll_comp(statuses, poll_batch_max);

@@ -5,6 +5,26 @@
 
 namespace lci::detail {
 
+status_t status_of(const post_args_t& args) {
+  status_t status;
+  status.rank = args.rank;
+  status.buffer = args.buffer;
+  status.size = args.size;
+  status.tag = args.tag;
+  status.user_context = args.user_context;
+  return status;
+}
+
+request_t* new_request(const post_args_t& args, request_kind_t kind) {
+  auto* request = new request_t;
+  request->kind = kind;
+  request->device = args.device;
+  request->comp = args.comp;
+  request->status = status_of(args);
+  request->mr = args.mr;
+  return request;
+}
+
 status_t finish_at_once(const post_args_t& args, status_t status) {
   status.error = errorcode_t::done;
   if (args.allow_done || args.comp == nullptr) return status;

@@ -48,16 +48,6 @@ protocol::msg_fields_t fields_of_post(const post_args_t& args, bool is_am) {
   return fields;
 }
 
-status_t local_status(const post_args_t& args) {
-  status_t status;
-  status.rank = args.rank;
-  status.buffer = args.buffer;
-  status.size = args.size;
-  status.tag = args.tag;
-  status.user_context = args.user_context;
-  return status;
-}
-
 [[noreturn]] void throw_truncated(std::size_t size, int rank, tag_t tag, std::size_t capacity) {
   throw std::length_error("lci: a message of " + std::to_string(size) + " bytes from rank " +
                           std::to_string(rank) + " (tag " + std::to_string(tag) +
@@ -109,11 +99,14 @@ status_t post_send_or_am(const post_args_t& args, bool is_am) {
     }
     return post_rts(args, is_am);
   }
-  // Inject: the network copies; done at once, no completion comes back.
-  if (wire_size <= device.inject_size_max() && !encoded.header) {
+  // Inject: the network copies; done at once, no completion comes back. So
+  // only for the memory semantic: the network semantic waits for the
+  // send's completion, which the buffer-copy path below gets.
+  if (wire_size <= device.inject_size_max() && !encoded.header &&
+      args.comp_semantic == comp_semantic_t::memory) {
     const error_t error = device.net().post_sends(args.rank, args.buffer, args.size, encoded.imm);
     if (!error.is_done()) return status_t(error);
-    return finish_at_once(args, local_status(args));
+    return finish_at_once(args, status_of(args));
   }
   // Buffer-copy: through a packet the network returns at its completion.
   void* packet = device.packet_pool()->pool.get();
@@ -121,15 +114,12 @@ status_t post_send_or_am(const post_args_t& args, bool is_am) {
   auto* bytes = static_cast<std::byte*>(packet);
   if (encoded.header) std::memcpy(bytes, &encoded.header_bytes, header_bytes);
   if (args.size > 0) std::memcpy(bytes + header_bytes, args.buffer, args.size);
-  auto* request = new request_t;
-  request->kind = request_kind_t::send_eager;
-  request->device = &device;
+  request_t* request = new_request(args, request_kind_t::send_eager);
   request->packet = packet;
+  // Memory semantic: the operation completes below; the packet's own
+  // completion only returns the packet.
   const bool network_semantic = args.comp_semantic == comp_semantic_t::network;
-  if (network_semantic) {
-    request->comp = args.comp;
-    request->status = local_status(args);
-  }
+  if (!network_semantic) request->comp = nullptr;
   const error_t error = device.net().post_send(args.rank, packet, wire_size, backend::net_mr_t{},
                                                encoded.imm, request);
   if (!error.is_done() && !error.is_posted()) {
@@ -140,7 +130,7 @@ status_t post_send_or_am(const post_args_t& args, bool is_am) {
   }
   if (network_semantic && args.comp != nullptr) return status_t(errorcode_t::posted);
   // Memory semantic: the buffer is free again now.
-  return finish_at_once(args, local_status(args));
+  return finish_at_once(args, status_of(args));
 }
 
 status_t post_recv_matched(const post_args_t& args) {
@@ -158,13 +148,8 @@ status_t post_recv_matched(const post_args_t& args) {
   }
   matching_engine_impl_t& engine = *args.matching_engine;
   const matching_entry_key_t key = key_of(engine, args.rank, args.tag, args.matching_policy);
-  auto* request = new request_t;
-  request->kind = request_kind_t::recv;
-  request->device = args.device;
-  request->comp = args.comp;
-  request->status = local_status(args);
+  request_t* request = new_request(args, request_kind_t::recv);
   request->capacity = args.size;
-  request->mr = args.mr;
   const matching::insert_result_t result =
       engine.table.insert(key, request, matching_entry_type_t::recv);
   switch (result.kind) {

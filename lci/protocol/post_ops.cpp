@@ -69,6 +69,32 @@ detail::post_args_t resolve(direction_t direction, int rank, void* local_buffer,
   return args;
 }
 
+// post_send / post_recv.
+status_t post_matched(direction_t direction, int rank, void* local_buffer, std::size_t size,
+                      tag_t tag, comp_t local_comp, matching_policy_t matching_policy,
+                      const common_options_t& options) {
+  detail::post_args_t args = resolve(direction, rank, local_buffer, size, local_comp, options);
+  args.tag = tag;
+  args.matching_policy = matching_policy;
+  return detail::post_comm(args);
+}
+
+// post_put / post_get.
+status_t post_rma(direction_t direction, int rank, void* local_buffer, std::size_t size,
+                  comp_t local_comp, std::uintptr_t remote_disp, rmr_t rmr, tag_t tag,
+                  rcomp_t remote_comp, const common_options_t& options) {
+  if (rmr.is_empty()) {
+    throw std::invalid_argument(direction == direction_t::OUT ? "post_put: rmr is empty"
+                                                              : "post_get: rmr is empty");
+  }
+  detail::post_args_t args = resolve(direction, rank, local_buffer, size, local_comp, options);
+  args.remote_disp = remote_disp;
+  args.rmr = rmr;
+  args.tag = tag;
+  args.remote_comp = remote_comp;
+  return detail::post_comm(args);
+}
+
 }  // namespace
 
 status_t post_comm_x::call_impl(direction_t direction, int rank, void* local_buffer,
@@ -112,13 +138,10 @@ status_t post_send_x::call_impl(int rank, void* local_buffer, size_t size, tag_t
                                 comp_semantic_t comp_semantic, mr_t mr, void* user_context,
                                 matching_policy_t matching_policy, bool allow_done,
                                 bool allow_posted, bool allow_retry, runtime_t runtime) const {
-  detail::post_args_t args = resolve(
-      direction_t::OUT, rank, local_buffer, size, local_comp,
-      {device, endpoint, packet_pool, matching_engine, comp_semantic, mr, user_context,
-       allow_done, allow_posted, allow_retry, runtime});
-  args.tag = tag;
-  args.matching_policy = matching_policy;
-  return detail::post_comm(args);
+  return post_matched(direction_t::OUT, rank, local_buffer, size, tag, local_comp,
+                      matching_policy,
+                      {device, endpoint, packet_pool, matching_engine, comp_semantic, mr,
+                       user_context, allow_done, allow_posted, allow_retry, runtime});
 }
 
 status_t post_recv_x::call_impl(int rank, void* local_buffer, size_t size, tag_t tag,
@@ -127,13 +150,10 @@ status_t post_recv_x::call_impl(int rank, void* local_buffer, size_t size, tag_t
                                 comp_semantic_t comp_semantic, mr_t mr, void* user_context,
                                 matching_policy_t matching_policy, bool allow_done,
                                 bool allow_posted, bool allow_retry, runtime_t runtime) const {
-  detail::post_args_t args = resolve(
-      direction_t::IN, rank, local_buffer, size, local_comp,
-      {device, endpoint, packet_pool, matching_engine, comp_semantic, mr, user_context,
-       allow_done, allow_posted, allow_retry, runtime});
-  args.tag = tag;
-  args.matching_policy = matching_policy;
-  return detail::post_comm(args);
+  return post_matched(direction_t::IN, rank, local_buffer, size, tag, local_comp,
+                      matching_policy,
+                      {device, endpoint, packet_pool, matching_engine, comp_semantic, mr,
+                       user_context, allow_done, allow_posted, allow_retry, runtime});
 }
 
 status_t post_put_x::call_impl(int rank, void* local_buffer, size_t size, comp_t local_comp,
@@ -142,16 +162,10 @@ status_t post_put_x::call_impl(int rank, void* local_buffer, size_t size, comp_t
                                comp_semantic_t comp_semantic, mr_t mr, tag_t tag,
                                rcomp_t remote_comp, void* user_context, bool allow_done,
                                bool allow_posted, bool allow_retry, runtime_t runtime) const {
-  if (rmr.is_empty()) throw std::invalid_argument("post_put: rmr is empty");
-  detail::post_args_t args = resolve(
-      direction_t::OUT, rank, local_buffer, size, local_comp,
-      {device, endpoint, packet_pool, matching_engine_t{}, comp_semantic, mr, user_context,
-       allow_done, allow_posted, allow_retry, runtime});
-  args.remote_disp = remote_disp;
-  args.rmr = rmr;
-  args.tag = tag;
-  args.remote_comp = remote_comp;
-  return detail::post_comm(args);
+  return post_rma(direction_t::OUT, rank, local_buffer, size, local_comp, remote_disp, rmr, tag,
+                  remote_comp,
+                  {device, endpoint, packet_pool, matching_engine_t{}, comp_semantic, mr,
+                   user_context, allow_done, allow_posted, allow_retry, runtime});
 }
 
 status_t post_get_x::call_impl(int rank, void* local_buffer, size_t size, comp_t local_comp,
@@ -160,16 +174,10 @@ status_t post_get_x::call_impl(int rank, void* local_buffer, size_t size, comp_t
                                comp_semantic_t comp_semantic, mr_t mr, tag_t tag,
                                rcomp_t remote_comp, void* user_context, bool allow_done,
                                bool allow_posted, bool allow_retry, runtime_t runtime) const {
-  if (rmr.is_empty()) throw std::invalid_argument("post_get: rmr is empty");
-  detail::post_args_t args = resolve(
-      direction_t::IN, rank, local_buffer, size, local_comp,
-      {device, endpoint, packet_pool, matching_engine_t{}, comp_semantic, mr, user_context,
-       allow_done, allow_posted, allow_retry, runtime});
-  args.remote_disp = remote_disp;
-  args.rmr = rmr;
-  args.tag = tag;
-  args.remote_comp = remote_comp;
-  return detail::post_comm(args);
+  return post_rma(direction_t::IN, rank, local_buffer, size, local_comp, remote_disp, rmr, tag,
+                  remote_comp,
+                  {device, endpoint, packet_pool, matching_engine_t{}, comp_semantic, mr,
+                   user_context, allow_done, allow_posted, allow_retry, runtime});
 }
 
 }  // namespace lci

@@ -60,6 +60,13 @@ status_t post_recv_matched(const post_args_t& args);
 status_t post_put(const post_args_t& args);
 status_t post_get(const post_args_t& args);
 
+// The status an operation reports: its own arguments (the peer, the local
+// buffer and size, tag, user_context); error is set at completion.
+status_t status_of(const post_args_t& args);
+// A request for `args`, carrying status_of(args), the completion object and
+// the user's registration (if any).
+request_t* new_request(const post_args_t& args, request_kind_t kind);
+
 // Immediate completion: a done status when allowed, else the completion
 // object is signalled and posted is returned.
 status_t finish_at_once(const post_args_t& args, status_t status);

@@ -16,16 +16,7 @@ namespace lci::detail {
 
 status_t post_rts(const post_args_t& args, bool is_am) {
   device_impl_t& device = *args.device;
-  auto* request = new request_t;
-  request->kind = request_kind_t::send_rdv;
-  request->device = &device;
-  request->comp = args.comp;
-  request->status.rank = args.rank;
-  request->status.buffer = args.buffer;
-  request->status.size = args.size;
-  request->status.tag = args.tag;
-  request->status.user_context = args.user_context;
-  request->mr = args.mr;
+  request_t* request = new_request(args, request_kind_t::send_rdv);
   if (request->mr.is_empty()) {
     const error_t error = device.net().register_memory(args.buffer, args.size, &request->owned_mr);
     if (!error.is_done()) {

@@ -32,23 +32,10 @@ std::uint32_t signal_imm(const post_args_t& args, protocol::msg_type_t type) {
   return protocol::make_imm(type, value);
 }
 
-request_t* new_rma_request(const post_args_t& args, request_kind_t kind) {
-  auto* request = new request_t;
-  request->kind = kind;
-  request->device = args.device;
-  request->comp = args.comp;
-  request->status.rank = args.rank;
-  request->status.buffer = args.buffer;
-  request->status.size = args.size;
-  request->status.tag = args.tag;
-  request->status.user_context = args.user_context;
-  request->mr = args.mr;
-  return request;
-}
-
-// Registers the local buffer unless the user gave an mr; false on retry.
+// Registers the local buffer unless the user gave an mr or no byte moves
+// (a network registers no empty region); false on retry.
 bool ensure_registered(device_impl_t& device, request_t* request, error_t* error) {
-  if (!request->mr.is_empty()) return true;
+  if (!request->mr.is_empty() || request->status.size == 0) return true;
   *error = device.net().register_memory(request->status.buffer, request->status.size,
                                         &request->owned_mr);
   if (!error->is_done()) return false;
@@ -70,21 +57,18 @@ status_t post_put(const post_args_t& args) {
   const bool signal = args.remote_comp != 0;
   const std::uint32_t imm = signal ? signal_imm(args, protocol::msg_type_t::put_signal) : 0;
   const backend::net_rmr_t rmr = net_rmr_of(args.rmr);
-  if (args.size <= device.inject_size_max() && args.mr.is_empty()) {
+  // Inject completes at once, before the data lands: only for the memory
+  // semantic (the network semantic waits for the write's completion).
+  if (args.size <= device.inject_size_max() && args.mr.is_empty() &&
+      args.comp_semantic == comp_semantic_t::memory) {
     const error_t error = signal ? net.post_putImms(args.rank, args.buffer, args.size,
                                                     args.remote_disp, rmr, imm)
                                  : net.post_puts(args.rank, args.buffer, args.size,
                                                  args.remote_disp, rmr);
     if (!error.is_done()) return status_t(error);
-    status_t status;
-    status.rank = args.rank;
-    status.buffer = args.buffer;
-    status.size = args.size;
-    status.tag = args.tag;
-    status.user_context = args.user_context;
-    return finish_at_once(args, status);
+    return finish_at_once(args, status_of(args));
   }
-  request_t* request = new_rma_request(args, request_kind_t::put);
+  request_t* request = new_request(args, request_kind_t::put);
   error_t error;
   if (!ensure_registered(device, request, &error)) return abandon(device, request, error);
   error = signal ? net.post_putImm(args.rank, args.buffer, args.size, request->mr,
@@ -99,7 +83,7 @@ status_t post_get(const post_args_t& args) {
   device_impl_t& device = *args.device;
   const bool signal = args.remote_comp != 0;
   const std::uint32_t imm = signal ? signal_imm(args, protocol::msg_type_t::get_signal) : 0;
-  request_t* request = new_rma_request(args, request_kind_t::get);
+  request_t* request = new_request(args, request_kind_t::get);
   request->signal_imm = imm;
   error_t error;
   if (!ensure_registered(device, request, &error)) return abandon(device, request, error);
