@@ -1,6 +1,6 @@
 #include "sim/sim_rank_host.hpp"
 
-#include <vector>
+#include <deque>
 
 #include "lci/runtime/runtime_impl.hpp"
 #include "sim/sim_scheduler.hpp"
@@ -16,8 +16,10 @@ struct binding_t {
 };
 
 // Deterministic mode: every fiber of a run lives on the OS thread that runs
-// the scheduler, so per-fiber bindings are per-thread data indexed by id.
-thread_local std::vector<binding_t> t_fiber_bindings;
+// the scheduler, so per-fiber bindings are per-thread data indexed by id. A
+// deque: growing it keeps earlier records where they are, so a reference
+// taken by one fiber survives another fiber's first lookup.
+thread_local std::deque<binding_t> t_fiber_bindings;
 // Concurrent mode (and any code outside a scheduler).
 thread_local binding_t t_thread_binding;
 
