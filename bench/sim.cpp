@@ -1,8 +1,9 @@
 // Simulator speed: simulated 8-byte sends per second of wall time through
 // the raw sim device (post_sends / poll_comp / post_recv) in deterministic
-// mode, and peak memory per rank.
+// mode, scheduling steps (fiber switches) per message, and peak memory per
+// rank.
 //
-//   bazel run //bench:sim -- [--csv] [--messages N]
+//   bazel run //bench:sim -- [--csv] [--messages N] [--ranks 2,64] [--seed S]
 #include <sys/resource.h>
 
 #include <chrono>
@@ -15,6 +16,63 @@
 #include "sim/sim_harness.hpp"
 
 namespace {
+
+struct bench_options_t {
+  bool csv = false;
+  std::size_t messages_total = 2'000'000;
+  std::vector<int> ranks_counts = {2, 64};
+  std::uint64_t seed = 1;
+};
+
+void print_usage(const char* program) {
+  std::printf(
+      "usage: %s [--csv] [--messages N] [--ranks R1,R2,...] [--seed S]\n"
+      "  Every rank sends N / R 8-byte injects (post_sends) to the next rank\n"
+      "  and receives as many, in deterministic mode on one core.\n"
+      "  --csv        machine-readable output\n"
+      "  --messages   messages per run over all ranks (default 2000000)\n"
+      "  --ranks      rank counts to run, comma-separated (default 2,64)\n"
+      "  --seed       the simulation seed (default 1)\n"
+      "Columns: msgs/s = messages per second of wall time; steps/msg =\n"
+      "scheduling steps (fiber switches) per message; KiB/rank = growth of\n"
+      "the peak resident set over the run, per rank.\n",
+      program);
+}
+
+// Returns false (after printing why) on a malformed command line.
+bool parse_options(int argc, char** argv, bench_options_t* options) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    const bool has_value = i + 1 < argc;
+    if (arg == "--help" || arg == "-h") {
+      print_usage(argv[0]);
+      std::exit(0);
+    } else if (arg == "--csv") {
+      options->csv = true;
+    } else if (arg == "--messages" && has_value) {
+      options->messages_total = std::strtoull(argv[++i], nullptr, 10);
+    } else if (arg == "--seed" && has_value) {
+      options->seed = std::strtoull(argv[++i], nullptr, 0);
+    } else if (arg == "--ranks" && has_value) {
+      options->ranks_counts.clear();
+      for (char* item = std::strtok(argv[++i], ","); item != nullptr;
+           item = std::strtok(nullptr, ",")) {
+        const int ranks = std::atoi(item);
+        if (ranks < 1 || ranks > lci::sim::ranks_count_max) {
+          std::fprintf(stderr, "--ranks: %s is not in [1, %d]\n", item,
+                       lci::sim::ranks_count_max);
+          return false;
+        }
+        options->ranks_counts.push_back(ranks);
+      }
+    } else {
+      std::fprintf(stderr, "unknown or incomplete argument: %s\n", arg.c_str());
+      print_usage(argv[0]);
+      return false;
+    }
+  }
+  return !options->ranks_counts.empty();
+}
 
 long peak_rss_kib() {
   struct rusage usage {};
@@ -56,22 +114,18 @@ void rank_body(lci::sim::rank_env_t& env, std::size_t messages) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  bool csv = false;
-  std::size_t messages_total = 2'000'000;
-  for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--csv") == 0) csv = true;
-    if (std::strcmp(argv[i], "--messages") == 0 && i + 1 < argc) {
-      messages_total = std::strtoull(argv[++i], nullptr, 10);
-    }
+  bench_options_t bench;
+  if (!parse_options(argc, argv, &bench)) return 2;
+  if (bench.csv) {
+    std::printf("ranks,messages,wall_s,msgs_per_s,steps_per_msg,ticks,peak_rss_kib,"
+                "rss_per_rank_kib\n");
+  } else {
+    std::printf("%6s %10s %8s %12s %10s %12s %10s\n", "ranks", "messages", "wall_s", "msgs/s",
+                "steps/msg", "peak_rss_KiB", "KiB/rank");
   }
-  if (csv) std::printf("ranks,messages,wall_s,msgs_per_s,ticks,peak_rss_kib,rss_per_rank_kib\n");
-  if (!csv) {
-    std::printf("%6s %10s %8s %12s %12s %12s\n", "ranks", "messages", "wall_s", "msgs/s",
-                "peak_rss_KiB", "KiB/rank");
-  }
-  for (int ranks : {2, 64}) {
-    const std::size_t per_rank = messages_total / ranks;
-    lci::sim::run_options_t options = lci::sim::default_run_options(1);
+  for (int ranks : bench.ranks_counts) {
+    const std::size_t per_rank = bench.messages_total / static_cast<std::size_t>(ranks);
+    lci::sim::run_options_t options = lci::sim::default_run_options(bench.seed);
     options.log = false;
     options.scheduler.steps_max = ~0ull;
     options.scheduler.ticks_max = ~0ull >> 1;
@@ -85,15 +139,17 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "%s", report.report.c_str());
       return 1;
     }
-    const std::size_t messages = per_rank * ranks;
+    const std::size_t messages = per_rank * static_cast<std::size_t>(ranks);
+    const double steps_per_msg = double(report.steps_count) / double(messages);
     const long peak = peak_rss_kib();
     const double per_rank_kib = double(peak - before) / ranks;
-    if (csv) {
-      std::printf("%d,%zu,%.3f,%.0f,%llu,%ld,%.1f\n", ranks, messages, wall_s, messages / wall_s,
+    if (bench.csv) {
+      std::printf("%d,%zu,%.3f,%.0f,%.3f,%llu,%ld,%.1f\n", ranks, messages, wall_s,
+                  messages / wall_s, steps_per_msg,
                   static_cast<unsigned long long>(report.ticks), peak, per_rank_kib);
     } else {
-      std::printf("%6d %10zu %8.3f %12.0f %12ld %12.1f\n", ranks, messages, wall_s,
-                  messages / wall_s, peak, per_rank_kib);
+      std::printf("%6d %10zu %8.3f %12.0f %10.3f %12ld %10.1f\n", ranks, messages, wall_s,
+                  messages / wall_s, steps_per_msg, peak, per_rank_kib);
     }
   }
   return 0;

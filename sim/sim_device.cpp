@@ -146,7 +146,12 @@ void sim_device_t::unpost(packet_t* packet) {
   port_->packets_free.push_back(packet);
 }
 
-error_t sim_device_t::post_packet(const post_args_t& args) {
+error_t sim_device_t::post_packet(const char* what, const post_args_t& args) {
+  begin_call();
+  return end_call(what, launch_packet(args));
+}
+
+error_t sim_device_t::launch_packet(const post_args_t& args) {
   packet_t* packet = nullptr;
   std::uint64_t delay_ticks = 0;
   {
@@ -202,59 +207,53 @@ error_t sim_device_t::post_recv(void* buffer, std::size_t size, net_mr_t, void* 
 error_t sim_device_t::post_sends(int rank, const void* buffer, std::size_t size,
                                  net_imm_data_t imm_data) {
   check_target("post_sends", rank, buffer, size, port_->attr.inject_size_max);
-  begin_call();
-  return end_call("net post_sends", post_packet({packet_kind_t::send, false, rank, buffer, nullptr, size, 0, {},
-                      imm_data, nullptr}));
+  return post_packet(
+      "net post_sends",
+      {packet_kind_t::send, false, rank, buffer, nullptr, size, 0, {}, imm_data, nullptr});
 }
 
 error_t sim_device_t::post_send(int rank, const void* buffer, std::size_t size, net_mr_t,
                                 net_imm_data_t imm_data, void* user_context) {
   check_target("post_send", rank, buffer, size, port_->attr.max_msg_size);
-  begin_call();
-  return end_call("net post_send", post_packet({packet_kind_t::send, true, rank, buffer, nullptr, size, 0, {},
-                      imm_data, user_context}));
+  return post_packet(
+      "net post_send",
+      {packet_kind_t::send, true, rank, buffer, nullptr, size, 0, {}, imm_data, user_context});
 }
 
 error_t sim_device_t::post_puts(int rank, const void* buffer, std::size_t size,
                                 std::uint64_t offset, net_rmr_t rmr) {
   check_target("post_puts", rank, buffer, size, port_->attr.inject_size_max);
-  begin_call();
-  return end_call("net post_puts", post_packet({packet_kind_t::put, false, rank, buffer, nullptr, size, offset, rmr,
-                      0, nullptr}));
+  return post_packet("net post_puts", {packet_kind_t::put, false, rank, buffer, nullptr, size,
+                                       offset, rmr, 0, nullptr});
 }
 
 error_t sim_device_t::post_put(int rank, const void* buffer, std::size_t size, net_mr_t,
                                std::uint64_t offset, net_rmr_t rmr, void* user_context) {
   check_target("post_put", rank, buffer, size, port_->attr.max_msg_size);
-  begin_call();
-  return end_call("net post_put", post_packet({packet_kind_t::put, true, rank, buffer, nullptr, size, offset, rmr,
-                      0, user_context}));
+  return post_packet("net post_put", {packet_kind_t::put, true, rank, buffer, nullptr, size, offset,
+                                      rmr, 0, user_context});
 }
 
 error_t sim_device_t::post_putImms(int rank, const void* buffer, std::size_t size,
-                                   std::uint64_t offset, net_rmr_t rmr,
-                                   net_imm_data_t imm_data) {
+                                   std::uint64_t offset, net_rmr_t rmr, net_imm_data_t imm_data) {
   check_target("post_putImms", rank, buffer, size, port_->attr.inject_size_max);
-  begin_call();
-  return end_call("net post_putImms", post_packet({packet_kind_t::put_imm, false, rank, buffer, nullptr, size, offset,
-                      rmr, imm_data, nullptr}));
+  return post_packet("net post_putImms", {packet_kind_t::put_imm, false, rank, buffer, nullptr,
+                                          size, offset, rmr, imm_data, nullptr});
 }
 
 error_t sim_device_t::post_putImm(int rank, const void* buffer, std::size_t size, net_mr_t,
-                                  std::uint64_t offset, net_rmr_t rmr,
-                                  net_imm_data_t imm_data, void* user_context) {
+                                  std::uint64_t offset, net_rmr_t rmr, net_imm_data_t imm_data,
+                                  void* user_context) {
   check_target("post_putImm", rank, buffer, size, port_->attr.max_msg_size);
-  begin_call();
-  return end_call("net post_putImm", post_packet({packet_kind_t::put_imm, true, rank, buffer, nullptr, size, offset,
-                      rmr, imm_data, user_context}));
+  return post_packet("net post_putImm", {packet_kind_t::put_imm, true, rank, buffer, nullptr, size,
+                                         offset, rmr, imm_data, user_context});
 }
 
 error_t sim_device_t::post_get(int rank, void* buffer, std::size_t size, net_mr_t,
                                std::uint64_t offset, net_rmr_t rmr, void* user_context) {
   check_target("post_get", rank, buffer, size, port_->attr.max_msg_size);
-  begin_call();
-  return end_call("net post_get", post_packet({packet_kind_t::get, true, rank, nullptr, buffer, size, offset, rmr,
-                      0, user_context}));
+  return post_packet("net post_get", {packet_kind_t::get, true, rank, nullptr, buffer, size, offset,
+                                      rmr, 0, user_context});
 }
 
 // ---- completions ----

@@ -10,9 +10,11 @@
 // rank go on for a seeded run budget of such calls before the scheduler may
 // run another rank (or thread) — see sim_scheduler.hpp.
 //
-// Thread safety: every method may run concurrently; the port's spinlock is
-//                only try-locked on the posting/polling path (busy ->
-//                retry_lock, or 0 completions), as the contract says.
+// Thread safety: every method may run concurrently (concurrent mode; in
+//                deterministic mode all run on the scheduler's thread); the
+//                port's lock is only try-locked on the posting/polling path
+//                (busy -> retry_lock, or 0 completions), as the contract
+//                says.
 // Blocking:      never (deregister_memory and the destructor take the port
 //                lock for a bounded critical section).
 // Ownership:     see backends/backend.hpp. "s" variants copy the payload (up
@@ -94,7 +96,8 @@ class sim_device_t final : public backend::net_device_t {
   bool draw(fault_kind_t kind);
   void check_target(const char* op, int rank, const void* buffer, std::size_t size,
                     std::size_t size_max) const;
-  [[nodiscard]] error_t post_packet(const post_args_t& args);
+  [[nodiscard]] error_t post_packet(const char* what, const post_args_t& args);
+  [[nodiscard]] error_t launch_packet(const post_args_t& args);
   error_t fill_packet_locked(const post_args_t& args, detail::packet_t** packet,
                              std::uint64_t* delay_ticks);
   std::uint64_t draw_delay_locked(std::size_t size);

@@ -26,6 +26,9 @@ thread_local binding_t t_thread_binding;
 binding_t& current_binding() {
   if (scheduler_t::current() == nullptr) return t_thread_binding;
   const fiber_id_t fiber = scheduler_t::current_fiber();
+  // A timer callback runs between fibers or on a fiber's stack with no
+  // current fiber: it belongs to no rank.
+  if (fiber == fiber_id_invalid) return t_thread_binding;
   if (fiber >= t_fiber_bindings.size()) t_fiber_bindings.resize(fiber + 1);
   return t_fiber_bindings[fiber];
 }

@@ -22,19 +22,6 @@ thread_local scheduler_t* tls_scheduler = nullptr;
 
 constexpr std::uint64_t fnv_offset_basis = 0xCBF29CE484222325ull;
 
-// Tags of traced events (top byte of each hashed word).
-enum trace_tag_t : std::uint64_t {
-  tag_spawn = 1,
-  tag_step,
-  tag_finish,
-  tag_timer,
-  tag_time_jump,
-  tag_world,
-  tag_in_flight,
-  tag_wait,
-  tag_yield,
-};
-
 // A cancelled fiber that swallows fiber_cancelled_t gets this many more
 // resumes to finish before the run aborts (bounding the teardown loop).
 constexpr int cancel_resumes_max = 16;
@@ -58,9 +45,8 @@ struct scheduler_t::fiber_slot_t {
   std::uint64_t runs_count = 0;
 };
 
-struct scheduler_t::timer_entry_t {
-  std::uint64_t tick;
-  std::uint64_t seq;  // ties: scheduling order
+// schedule_at()'s timer: the std::function rides in a pooled record.
+struct scheduler_t::function_event_t : timer_event_t {
   std::function<void()> callback;
 };
 
@@ -68,9 +54,9 @@ namespace {
 
 // std::push_heap builds a max-heap; "later" on top inverted = earliest first.
 struct timer_later_t {
-  template <typename T>
-  bool operator()(const T& a, const T& b) const {
-    return a.tick != b.tick ? a.tick > b.tick : a.seq > b.seq;
+  bool operator()(const timer_event_t* a, const timer_event_t* b) const {
+    return a->timer_tick != b->timer_tick ? a->timer_tick > b->timer_tick
+                                          : a->timer_seq > b->timer_seq;
   }
 };
 
@@ -161,12 +147,15 @@ scheduler_t::scheduler_t(const scheduler_options_t& options)
   LCI_ASSERT(options_.quiet_waits_min >= 1, "quiet_waits_min must be >= 1");
   LCI_ASSERT(options_.fibers_max >= 1, "fibers_max must be >= 1");
   LCI_ASSERT(options_.stack_bytes >= stack_bytes_min, "stack_bytes below stack_bytes_min");
+  LCI_ASSERT(options_.run_budget_max >= 1, "run_budget_max must be >= 1");
   fibers_.reserve(std::min<std::size_t>(options_.fibers_max, 1024));
   live_.reserve(std::min<std::size_t>(options_.fibers_max, 1024));
-  timers_.reserve(std::min<std::size_t>(options_.timers_max, 1024));
+  calendar_.reset(new timer_bucket_t[calendar_ticks_count]);
+  timers_overflow_.reserve(std::min<std::size_t>(options_.timers_max, 1024));
   mix(tag_spawn, 0);  // the options are part of the run's identity
   mix(tag_step, options_.ticks_per_step);
   mix(tag_wait, static_cast<std::uint64_t>(options_.policy));
+  mix(tag_call, options_.run_budget_max);
 }
 
 scheduler_t::~scheduler_t() {
@@ -197,8 +186,19 @@ fiber_id_t scheduler_t::current_fiber() {
   return scheduler->running_->fiber.id();
 }
 
-// The body of yield()/wait() in the running fiber.
-inline void scheduler_t::suspend_running(const char* what) {
+namespace {
+
+std::string describe_point(const char* what, bool is_wait) {
+  if (what == nullptr) return " in yield()";
+  return is_wait ? std::string(" in wait(\"") + what + "\")"
+                 : std::string(" at call \"") + what + "\"";
+}
+
+}  // namespace
+
+// The body of yield()/wait()/call_point() in the running fiber, when it
+// switches.
+inline void scheduler_t::suspend_running(point_kind_t kind, const char* what) {
   LCI_ASSERT(running_ != nullptr, "yield()/wait() outside a fiber (timer callback?)");
   fiber_slot_t& slot = *running_;
   if (slot.fiber.cancel_requested()) {  // teardown of this fiber
@@ -208,14 +208,12 @@ inline void scheduler_t::suspend_running(const char* what) {
   const std::uint32_t held = util::spinlocks_held_by_this_thread();
   if (held != 0) {
     fail(slot.fiber.id(), "yielded while holding " + std::to_string(held) +
-                              " spinlock(s)" +
-                              (what != nullptr ? std::string(" in wait(\"") + what + "\")"
-                                               : std::string(" in yield()")));
+                              " spinlock(s)" + describe_point(what, kind == point_kind_t::wait));
     slot.spinlocks_held_saved = held;  // not this thread's any more while parked
     util::detail::spinlocks_held_count = 0;
   }
-  slot.waiting_for = what;
-  if (what != nullptr) {
+  if (kind == point_kind_t::wait) {
+    slot.waiting_for = what;
     mix(tag_wait, slot.fiber.id());
     if (slot.quiet_epoch != progress_epoch_) {
       slot.quiet_epoch = progress_epoch_;
@@ -223,6 +221,7 @@ inline void scheduler_t::suspend_running(const char* what) {
     }
     if (++slot.waits_in_epoch == options_.quiet_waits_min) ++quiet_count_;
   } else {
+    slot.waiting_for = nullptr;
     mix(tag_yield, slot.fiber.id());
   }
   slot.fiber.suspend();
@@ -239,13 +238,53 @@ void scheduler_t::yield() {
   scheduler_t* scheduler = tls_scheduler;
   if (scheduler == nullptr) return;  // not simulated: nothing to interleave
   scheduler->note_progress();
-  scheduler->suspend_running(nullptr);
+  scheduler->suspend_running(point_kind_t::yield, nullptr);
 }
 
 void scheduler_t::wait(const char* what) {
   scheduler_t* scheduler = tls_scheduler;
   if (scheduler == nullptr) return;
-  scheduler->suspend_running(what != nullptr ? what : "(unnamed)");
+  scheduler->suspend_running(point_kind_t::wait, what != nullptr ? what : "(unnamed)");
+}
+
+void scheduler_t::call_point(const char* what, bool changed) {
+  scheduler_t* scheduler = tls_scheduler;
+  if (scheduler == nullptr) return;
+  if (!changed) {
+    scheduler->suspend_running(point_kind_t::wait, what != nullptr ? what : "(unnamed)");
+    return;
+  }
+  scheduler->note_progress();
+  scheduler->continue_or_switch(what);
+}
+
+// A changing call: the running fiber goes on while its turn's budget lasts.
+// Going on is one particular interleaving (the scheduler "picked" the same
+// fiber again), so everything a switch would do happens here too: time
+// advances by a step, due timers fire (in (tick, seq) order, as the loop
+// would fire them) — only the pick is skipped. Anything unusual (teardown,
+// a spinlock held, a failure) takes the full suspend path.
+inline void scheduler_t::continue_or_switch(const char* what) {
+  LCI_ASSERT(running_ != nullptr, "call_point() outside a fiber (timer callback?)");
+  fiber_slot_t& slot = *running_;
+  if (run_budget_left_ == 0) {
+    run_budget_left_ = 1 + static_cast<std::uint32_t>(prng_.uniform(options_.run_budget_max));
+  }
+  --run_budget_left_;
+  const bool go_on = run_budget_left_ != 0 && !failed_ && !slot.fiber.cancel_requested() &&
+                     util::spinlocks_held_by_this_thread() == 0;
+  if (!go_on) {
+    suspend_running(point_kind_t::call, what);
+    return;
+  }
+  mix(tag_call, slot.fiber.id());
+  now_ticks_ += options_.ticks_per_step;
+  if (timer_next_tick_ <= now_ticks_) {
+    running_ = nullptr;  // callbacks run as the scheduler's, not this fiber's
+    fire_due_timers();
+    running_ = &slot;
+    if (failed_) suspend_running(point_kind_t::call, what);  // the loop stops
+  }
 }
 
 void scheduler_t::sleep_ticks(std::uint64_t ticks) {
@@ -266,13 +305,25 @@ void scheduler_t::advance_ticks(std::uint64_t ticks) {
 }
 
 error_t scheduler_t::schedule_at(std::uint64_t tick, std::function<void()> callback) {
-  LCI_ASSERT(phase_ != phase_t::ended, "schedule_at() after run() ended");
-  LCI_ASSERT(tick >= now_ticks_, "schedule_at() in the past");
   LCI_ASSERT(callback != nullptr, "schedule_at() without a callback");
-  if (timers_.size() >= options_.timers_max) return errorcode_t::retry_nomem;
-  timers_.push_back(timer_entry_t{tick, timers_seq_++, std::move(callback)});
-  std::push_heap(timers_.begin(), timers_.end(), timer_later_t{});
-  return errorcode_t::done;
+  if (timers_count_ >= options_.timers_max) return errorcode_t::retry_nomem;
+  if (function_events_free_.empty()) {
+    function_events_.push_back(std::make_unique<function_event_t>());
+    function_events_.back()->fire = &scheduler_t::fire_function_event;
+    function_events_.back()->fire_context = this;
+    if (function_events_free_.capacity() < function_events_.size()) {
+      // Room for every record, so recycling one in fire_function_event()
+      // never allocates; doubling keeps growth amortised.
+      function_events_free_.reserve(2 * function_events_.size());
+    }
+    function_events_free_.push_back(function_events_.back().get());
+  }
+  function_event_t* event = function_events_free_.back();
+  function_events_free_.pop_back();
+  event->callback = std::move(callback);
+  const error_t error = schedule_event_at(tick, event);
+  LCI_ASSERT(error.is_done(), "room for a timer was checked above");
+  return error;
 }
 
 error_t scheduler_t::schedule_after(std::uint64_t ticks, std::function<void()> callback) {
@@ -280,15 +331,132 @@ error_t scheduler_t::schedule_after(std::uint64_t ticks, std::function<void()> c
   return schedule_at(now_ticks_ + ticks, std::move(callback));
 }
 
+error_t scheduler_t::schedule_event_at(std::uint64_t tick, timer_event_t* event) {
+  LCI_ASSERT(phase_ != phase_t::ended, "schedule_at() after run() ended");
+  LCI_ASSERT(tick >= now_ticks_, "schedule_at() in the past");
+  LCI_ASSERT(event != nullptr && event->fire != nullptr, "a timer event needs fire()");
+  if (timers_count_ >= options_.timers_max) return errorcode_t::retry_nomem;
+  event->timer_tick = tick;
+  event->timer_seq = timers_seq_++;
+  event->timer_next = nullptr;
+  ++timers_count_;
+  if (tick - calendar_base_tick_ >= calendar_ticks_count) {
+    // Beyond the calendar's reach. The base may lag far behind (no timer
+    // fired for a while): move it up first, as far as it may go.
+    calendar_rebase(std::min(now_ticks_, timer_next_tick_));
+  }
+  if (tick - calendar_base_tick_ < calendar_ticks_count) {
+    calendar_insert(event);
+  } else {
+    timers_overflow_.push_back(event);
+    std::push_heap(timers_overflow_.begin(), timers_overflow_.end(), timer_later_t{});
+  }
+  if (tick < timer_next_tick_) timer_next_tick_ = tick;
+  return errorcode_t::done;
+}
+
+error_t scheduler_t::schedule_event_after(std::uint64_t ticks, timer_event_t* event) {
+  LCI_ASSERT(now_ticks_ + ticks >= now_ticks_, "virtual time overflow");
+  return schedule_event_at(now_ticks_ + ticks, event);
+}
+
+// ---- the calendar (docs/design/sim_scheduler.md, "Timers") ----
+
+// Appends to its tick's bucket. Buckets stay in scheduling order without a
+// search: every overflow timer lies at or beyond the window's end
+// (calendar_rebase() moves all others in), so a timer entering the calendar —
+// new, with the largest seq so far, or moved in by a rebase, in (tick, seq)
+// order from the heap — never meets a later-scheduled one of its tick there.
+void scheduler_t::calendar_insert(timer_event_t* event) {
+  const std::uint64_t tick = event->timer_tick;
+  LCI_DEBUG_ASSERT(tick - calendar_base_tick_ < calendar_ticks_count, "tick out of reach");
+  const std::size_t index = tick & (calendar_ticks_count - 1);
+  timer_bucket_t& bucket = calendar_[index];
+  if (bucket.tail == nullptr) {
+    bucket.head = event;
+    calendar_bits_[index / 64] |= std::uint64_t{1} << (index % 64);
+  } else {
+    LCI_DEBUG_ASSERT(bucket.tail->timer_tick == tick, "two ticks share a bucket");
+    LCI_ASSERT(bucket.tail->timer_seq < event->timer_seq, "a bucket out of scheduling order");
+    bucket.tail->timer_next = event;
+  }
+  bucket.tail = event;
+}
+
+// Moves the base up to `base_tick` (<= every pending tick, <= now_ticks_) and
+// the overflow timers now within reach into their buckets. Buckets are
+// indexed by absolute tick, so the calendar's timers stay where they are.
+void scheduler_t::calendar_rebase(std::uint64_t base_tick) {
+  LCI_DEBUG_ASSERT(base_tick >= calendar_base_tick_, "the calendar base moves forward only");
+  LCI_DEBUG_ASSERT(base_tick <= timer_next_tick_, "rebasing past a pending timer");
+  calendar_base_tick_ = base_tick;
+  while (!timers_overflow_.empty() &&
+         timers_overflow_.front()->timer_tick - base_tick < calendar_ticks_count) {
+    std::pop_heap(timers_overflow_.begin(), timers_overflow_.end(), timer_later_t{});
+    timer_event_t* event = timers_overflow_.back();
+    timers_overflow_.pop_back();
+    calendar_insert(event);
+  }
+}
+
+// The earliest tick with a timer in the calendar, or timer_none_tick: the
+// first non-empty bucket at or after the base, scanning a bit per bucket.
+std::uint64_t scheduler_t::calendar_first_tick() const {
+  const std::size_t start = calendar_base_tick_ & (calendar_ticks_count - 1);
+  std::size_t word = start / 64;
+  std::uint64_t bits = calendar_bits_[word] & (~std::uint64_t{0} << (start % 64));
+  // One lap over the words, plus the start word's bits below `start` (the
+  // far end of the window) on the way back.
+  for (std::size_t scanned = 0; scanned <= calendar_words_count; ++scanned) {
+    if (bits != 0) {
+      const std::size_t index = word * 64 + static_cast<std::size_t>(__builtin_ctzll(bits));
+      return calendar_base_tick_ + ((index - start) & (calendar_ticks_count - 1));
+    }
+    word = (word + 1) % calendar_words_count;
+    bits = calendar_bits_[word];
+  }
+  return timer_none_tick;
+}
+
+// Removes and returns the earliest timer (tick, then seq); one is due.
+timer_event_t* scheduler_t::timer_pop() {
+  const std::uint64_t tick = timer_next_tick_;
+  LCI_ASSERT(timers_count_ > 0 && tick <= now_ticks_, "timer_pop() without a due timer");
+  if (tick != calendar_base_tick_) calendar_rebase(tick);
+  timer_bucket_t& bucket = calendar_[tick & (calendar_ticks_count - 1)];
+  timer_event_t* event = bucket.head;
+  LCI_ASSERT(event != nullptr && event->timer_tick == tick, "calendar out of sync");
+  bucket.head = event->timer_next;
+  event->timer_next = nullptr;
+  --timers_count_;
+  if (bucket.head == nullptr) {
+    bucket.tail = nullptr;
+    const std::size_t index = tick & (calendar_ticks_count - 1);
+    calendar_bits_[index / 64] &= ~(std::uint64_t{1} << (index % 64));
+    // Overflow timers all lie beyond the window, so after every calendar one.
+    timer_next_tick_ = calendar_first_tick();
+    if (timer_next_tick_ == timer_none_tick && !timers_overflow_.empty()) {
+      timer_next_tick_ = timers_overflow_.front()->timer_tick;
+    }
+  }
+  return event;
+}
+
+void scheduler_t::fire_function_event(timer_event_t* event, void* fire_context) {
+  auto* scheduler = static_cast<scheduler_t*>(fire_context);
+  auto* record = static_cast<function_event_t*>(event);
+  // Recycle the record first: the callback may schedule timers itself.
+  std::function<void()> callback = std::move(record->callback);
+  record->callback = nullptr;
+  scheduler->function_events_free_.push_back(record);
+  callback();
+}
+
 
 void scheduler_t::set_in_flight_count_fn(std::function<std::size_t()> fn) {
   in_flight_count_fn_ = std::move(fn);
 }
 
-void scheduler_t::trace(std::uint64_t event) {
-  mix(tag_world, 0);
-  trace_hash_ = (trace_hash_ ^ event) * trace_fnv_prime;
-}
 
 
 void scheduler_t::fail(fiber_id_t fiber, std::string message) {
@@ -317,6 +485,7 @@ inline scheduler_t::fiber_slot_t& scheduler_t::pick_next() {
 inline void scheduler_t::run_fiber(fiber_slot_t& slot) {
   mix(tag_step, slot.fiber.id());
   running_ = &slot;
+  run_budget_left_ = 0;  // a new turn draws a new budget
   ++slot.runs_count;
   slot.fiber.resume();
   running_ = nullptr;
@@ -339,20 +508,20 @@ run_result_t scheduler_t::run() {
     std::fprintf(stderr,
                  "lci sim: seed=%llu policy=%s fibers=%zu steps_max=%llu "
                  "ticks_max=%llu ticks_per_step=%llu stack_bytes=%zu "
-                 "quiet_waits_min=%u\n",
+                 "quiet_waits_min=%u run_budget_max=%u\n",
                  static_cast<unsigned long long>(options_.seed),
                  options_.policy == policy_t::random ? "random" : "round_robin",
                  fibers_.size(), static_cast<unsigned long long>(options_.steps_max),
                  static_cast<unsigned long long>(options_.ticks_max),
                  static_cast<unsigned long long>(options_.ticks_per_step),
-                 options_.stack_bytes, options_.quiet_waits_min);
+                 options_.stack_bytes, options_.quiet_waits_min, options_.run_budget_max);
   }
   run_result_t result;
   for (;;) {
     // Fast path: nothing due, no bound near, someone not quiet: run a fiber.
     const bool check = failed_ || live_.empty() || steps_count_ >= options_.steps_max ||
                        now_ticks_ > options_.ticks_max || quiet_count_ >= live_.size() ||
-                       (!timers_.empty() && timers_.front().tick <= now_ticks_);
+                       timer_next_tick_ <= now_ticks_;
     if (__builtin_expect(check, 0)) {
       const loop_action_t action = run_checks(result);
       if (action == loop_action_t::stop) break;
@@ -407,9 +576,9 @@ bool scheduler_t::step_bounds_reached(run_result_t& result) {
 // progress). Returns true when the run ends here.
 bool scheduler_t::handle_quiet(run_result_t& result) {
   LCI_ASSERT(quiet_count_ == live_.size(), "handle_quiet() while a fiber is busy");
-  if (!timers_.empty()) {
+  if (timers_count_ > 0) {
     // Nothing can change before the next timer: jump to it, do not spin.
-    const std::uint64_t tick = timers_.front().tick;
+    const std::uint64_t tick = timer_next_tick_;
     LCI_ASSERT(tick > now_ticks_, "a due timer was not fired");
     if (tick > options_.ticks_max) {
       result.kind = run_result_t::kind_t::ticks_exhausted;
@@ -460,14 +629,12 @@ void scheduler_t::retire_fiber(fiber_slot_t& slot) {
 }
 
 void scheduler_t::fire_due_timers() {
-  while (!timers_.empty() && timers_.front().tick <= now_ticks_) {
-    std::pop_heap(timers_.begin(), timers_.end(), timer_later_t{});
-    timer_entry_t timer = std::move(timers_.back());
-    timers_.pop_back();
-    mix(tag_timer, timer.seq);
+  while (timer_next_tick_ <= now_ticks_) {
+    timer_event_t* event = timer_pop();
+    mix(tag_timer, event->timer_seq);
     note_progress();
     try {
-      timer.callback();
+      event->fire(event, event->fire_context);
     } catch (const std::exception& error) {
       fail(fiber_id_invalid, std::string("a timer callback threw: ") + error.what());
     } catch (...) {
@@ -528,7 +695,7 @@ std::string scheduler_t::describe_fibers() const {
   const std::size_t in_flight = in_flight_count_fn_ ? in_flight_count_fn_() : 0;
   std::string text = "  live fibers " + std::to_string(live_.size()) + " of " +
                      std::to_string(fibers_.size()) + ", timers pending " +
-                     std::to_string(timers_.size()) + ", in flight " +
+                     std::to_string(timers_count_) + ", in flight " +
                      std::to_string(in_flight) + "\n";
   std::size_t listed = 0;
   for (const auto& owned : fibers_) {

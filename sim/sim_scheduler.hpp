@@ -22,7 +22,8 @@
 // Progress and deadlock. A fiber that waits for something calls wait(what)
 // in its loop; a fiber that merely lets others run calls yield(). Progress
 // is: note_progress() (the world changed state: a flag set, a packet
-// delivered), yield(), spawn(), a fiber finishing, a timer firing. When every
+// delivered), yield(), a call_point() that changed something, spawn(), a
+// fiber finishing, a timer firing. When every
 // live fiber has called wait() quiet_waits_min times since the last progress
 // and the in-flight count is 0, the scheduler first jumps virtual time to the
 // next timer if there is one (no spinning through empty ticks); if there is
@@ -46,20 +47,29 @@
 //                (current() == nullptr) they return at once, so runtime code
 //                may call them unconditionally.
 // Ownership:     the scheduler owns its fibers, their stacks and bodies, and
-//                its timers' callbacks. Strings passed to wait() are kept by
-//                pointer: they must outlive the wait (use literals).
+//                the callbacks given to schedule_at(). A timer_event_t given
+//                to schedule_event_at() stays its owner's; the owner keeps it
+//                alive and leaves it alone until it fires (or the run ends).
+//                Strings passed to wait()/call_point() are kept by pointer:
+//                they must outlive the wait (use literals).
 // Allocation:    spawn() maps a stack and allocates the fiber record;
-//                schedule_at() stores a std::function. The scheduling step
-//                itself allocates nothing.
-// Limits:        fibers_max spawns and timers_max pending timers per
-//                scheduler (exceeding them is a usage error: LCI_ASSERT);
+//                schedule_at() reuses a pooled record for its std::function
+//                (a new one only when more are pending than ever before);
+//                schedule_event_at() allocates nothing (the event is
+//                intrusive), except when a timer lies calendar_ticks_count
+//                or more ticks ahead (its overflow heap may grow). The
+//                scheduling step itself allocates nothing.
+// Limits:        fibers_max spawns (beyond: LCI_ASSERT) and timers_max
+//                pending timers (beyond: retry_nomem) per scheduler;
 //                steps_max and ticks_max per run (reaching them ends the run
-//                with steps_exhausted / ticks_exhausted). stack_bytes per
-//                fiber, fixed (guard page below: an overflow faults).
+//                with steps_exhausted / ticks_exhausted); run_budget_max
+//                calls per turn. stack_bytes per fiber, fixed (guard page
+//                below: an overflow faults).
 //
 // Life cycle:
 //
-//   state   | spawn | run()     | yield/wait       | schedule_at | ~scheduler_t
+//   state   | spawn | run()     | yield/wait/      | schedule_*  | ~scheduler_t
+//           |       |           | call_point       |             |
 //   --------+-------+-----------+------------------+-------------+-------------
 //   created | ok    | -> running| no-op (no sim)   | ok          | ok
 //   running | ok    | invalid   | ok in a fiber;   | ok          | invalid
@@ -69,8 +79,10 @@
 // Fiber rules: a fiber must not yield while holding a spinlock, must not
 // catch fiber_cancelled_t without rethrowing (teardown unwinds suspended
 // fibers with it), and must not call yield()/wait() from a noexcept function
-// (teardown throws there). Timer callbacks run between fibers on the
-// scheduler's own stack: they must not yield or wait.
+// (teardown throws there). Timer callbacks run between fibers — on the
+// scheduler's own stack, or at a call_point() that goes on, on the calling
+// fiber's stack with current_fiber() == fiber_id_invalid: they must not
+// yield or wait, and must not need much stack.
 #pragma once
 
 #include <cstddef>
@@ -107,12 +119,32 @@ inline constexpr std::size_t stack_bytes_default = 256 * 1024;
 inline constexpr std::size_t stack_bytes_default = 64 * 1024;
 #endif
 
+// An event a scheduler fires at a virtual tick (schedule_event_at()). It is
+// intrusive — the network's packets are timer events — so a pending timer
+// costs no allocation and firing it no std::function. The owner sets `fire`
+// and `fire_context`; the scheduler owns the timer_* fields while the event
+// is pending. Not copyable while pending (the calendar links it).
+struct timer_event_t {
+  using fire_fn_t = void (*)(timer_event_t* event, void* fire_context);
+  fire_fn_t fire = nullptr;
+  void* fire_context = nullptr;
+  timer_event_t* timer_next = nullptr;  // next in its calendar bucket
+  std::uint64_t timer_tick = 0;
+  std::uint64_t timer_seq = 0;          // ties on a tick: scheduling order
+};
+
 struct scheduler_options_t {
   std::uint64_t seed = 0;
   policy_t policy = policy_t::random;
   std::uint64_t steps_max = 10'000'000;  // scheduling decisions per run
   std::uint64_t ticks_max = 1'000'000'000;
-  std::uint64_t ticks_per_step = 1;  // virtual time each scheduling step costs
+  // Virtual time each scheduling step costs, and each call_point() that goes
+  // on without a switch (so time per call does not depend on switching).
+  std::uint64_t ticks_per_step = 1;
+  // A fiber's turn ends at its k-th call_point() that changed the world, k
+  // drawn uniformly from [1, run_budget_max] per turn (1: every such call
+  // switches; a quiet call always does).
+  std::uint32_t run_budget_max = 16;
   std::size_t stack_bytes = stack_bytes_default;
   std::size_t fibers_max = 4096;
   std::size_t timers_max = 1 << 16;
@@ -166,6 +198,13 @@ class scheduler_t {
   // A scheduling point while waiting for `what` (spinning on progress,
   // sync_wait): not progress; `what` appears in deadlock reports.
   static void wait(const char* what);
+  // The end of a backend call (sim_device.hpp). changed == false: the call
+  // changed nothing (a poll that found nothing, a post refused with retry):
+  // exactly wait(what). changed == true: progress; the fiber goes on unless
+  // its run budget for this turn is spent (then it switches, as a yield), and
+  // timers that came due meanwhile fire here first. Either way the call costs
+  // ticks_per_step of virtual time.
+  static void call_point(const char* what, bool changed);
   // Waits until virtual time reaches now + ticks (a timer wakes the fiber).
   static void sleep_ticks(std::uint64_t ticks);
   // The scheduler running on this OS thread, or nullptr outside a simulation.
@@ -177,11 +216,16 @@ class scheduler_t {
   std::uint64_t now_ticks() const { return now_ticks_; }
   // Moves virtual time forward (a fiber modelling compute time).
   void advance_ticks(std::uint64_t ticks);
-  // Runs `callback` on the scheduler's stack when virtual time reaches
-  // `tick` (>= now_ticks()); equal ticks fire in scheduling order. Firing is
-  // progress. retry_nomem when timers_max timers are pending.
+  // Runs `callback` when virtual time reaches `tick` (>= now_ticks()); equal
+  // ticks fire in scheduling order. Firing is progress. retry_nomem when
+  // timers_max timers are pending.
   [[nodiscard]] error_t schedule_at(std::uint64_t tick, std::function<void()> callback);
   [[nodiscard]] error_t schedule_after(std::uint64_t ticks, std::function<void()> callback);
+  // The same for an intrusive event (fire(event, fire_context) at `tick`),
+  // sharing one order (tick, then scheduling order) and one timers_max with
+  // schedule_at(). The event must not be pending already.
+  [[nodiscard]] error_t schedule_event_at(std::uint64_t tick, timer_event_t* event);
+  [[nodiscard]] error_t schedule_event_after(std::uint64_t ticks, timer_event_t* event);
   // The world changed state (a flag set, a packet queued or delivered).
   void note_progress() {
     ++progress_epoch_;
@@ -190,7 +234,10 @@ class scheduler_t {
   // How much the network holds in flight; > 0 postpones a deadlock verdict.
   void set_in_flight_count_fn(std::function<std::size_t()> fn);
   // Mixes a world event (a packet's source, target, size) into trace_hash().
-  void trace(std::uint64_t event);
+  void trace(std::uint64_t event) {
+    mix(tag_world, 0);
+    trace_hash_ = (trace_hash_ ^ event) * trace_fnv_prime;
+  }
 
   // ---- getters ----
   std::uint64_t seed() const { return options_.seed; }
@@ -206,11 +253,20 @@ class scheduler_t {
  private:
   friend struct scheduler_abort_note_t;  // prints seed and fiber on SIGABRT
   struct fiber_slot_t;
-  struct timer_entry_t;
+  struct function_event_t;
   enum class phase_t : std::uint8_t { created, running, ended };
+  // Why the running fiber suspends: yield() (progress), wait() (not
+  // progress), or a call_point() that changed the world and spent the budget.
+  enum class point_kind_t : std::uint8_t { yield, wait, call };
+  // One tick's timers, in scheduling order (a singly linked list).
+  struct timer_bucket_t {
+    timer_event_t* head = nullptr;
+    timer_event_t* tail = nullptr;
+  };
 
   enum class loop_action_t : std::uint8_t { run_one, again, stop };
-  void suspend_running(const char* what);
+  void suspend_running(point_kind_t kind, const char* what);
+  void continue_or_switch(const char* what);
   loop_action_t run_checks(run_result_t& result);
   bool step_bounds_reached(run_result_t& result);
   bool handle_quiet(run_result_t& result);
@@ -218,10 +274,28 @@ class scheduler_t {
   void run_fiber(fiber_slot_t& slot);
   void retire_fiber(fiber_slot_t& slot);
   void fire_due_timers();
+  void calendar_insert(timer_event_t* event);
+  void calendar_rebase(std::uint64_t base_tick);
+  std::uint64_t calendar_first_tick() const;
+  timer_event_t* timer_pop();
+  static void fire_function_event(timer_event_t* event, void* fire_context);
   void fail(fiber_id_t fiber, std::string message);
   void cancel_live_fibers();
   void finish_result(run_result_t& result);
   std::string describe_fibers() const;
+  // Tags of traced events (top byte of each hashed word).
+  enum trace_tag_t : std::uint64_t {
+    tag_spawn = 1,
+    tag_step,
+    tag_finish,
+    tag_timer,
+    tag_time_jump,
+    tag_world,
+    tag_in_flight,
+    tag_wait,
+    tag_yield,
+    tag_call,
+  };
   // FNV-1a over 64-bit words: (h ^ w) * p is a bijection in h and in w, so
   // two traces of equal length that differ in one event hash differently.
   void mix(std::uint64_t tag, std::uint64_t value) {
@@ -238,13 +312,34 @@ class scheduler_t {
   std::uint64_t trace_hash_;
   std::uint64_t progress_epoch_ = 1;
   std::size_t quiet_count_ = 0;  // live fibers quiet in this epoch
-  std::uint64_t timers_seq_ = 0;
   std::size_t round_robin_cursor_ = 0;
+  // Changing calls the running fiber may still make in this turn; 0: not
+  // drawn yet (run_fiber() clears it, the turn's first call draws it).
+  std::uint32_t run_budget_left_ = 0;
 
   std::vector<std::unique_ptr<fiber_slot_t>> fibers_;  // by fiber_id_t
   std::vector<fiber_id_t> live_;                       // dense, unordered
-  std::vector<timer_entry_t> timers_;                       // min-heap (tick, seq)
   fiber_slot_t* running_ = nullptr;
+
+  // ---- timers: a calendar queue (docs/design/sim_scheduler.md, "Timers").
+  // Bucket tick % calendar_ticks_count holds the timers of that tick while it
+  // lies in [calendar_base_tick_, + calendar_ticks_count); later ones wait in
+  // timers_overflow_ until the base comes within reach of them.
+  static constexpr std::size_t calendar_ticks_count = 2048;  // a power of two
+  static_assert((calendar_ticks_count & (calendar_ticks_count - 1)) == 0,
+                "a bucket is tick & (calendar_ticks_count - 1)");
+  static constexpr std::size_t calendar_words_count = calendar_ticks_count / 64;
+  std::unique_ptr<timer_bucket_t[]> calendar_;
+  std::uint64_t calendar_bits_[calendar_words_count] = {};  // bucket non-empty
+  std::uint64_t calendar_base_tick_ = 0;  // <= every pending tick, <= now_ticks_
+  std::vector<timer_event_t*> timers_overflow_;  // min-heap on (tick, seq)
+  static constexpr std::uint64_t timer_none_tick = ~std::uint64_t{0};
+  std::uint64_t timer_next_tick_ = timer_none_tick;  // earliest pending tick
+  std::size_t timers_count_ = 0;   // pending, both kinds
+  std::uint64_t timers_seq_ = 0;
+  // schedule_at()'s records: owned here, reused through the free list.
+  std::vector<std::unique_ptr<function_event_t>> function_events_;
+  std::vector<function_event_t*> function_events_free_;
   std::function<std::size_t()> in_flight_count_fn_;
 
   // The first failure of the run (later ones are ignored).

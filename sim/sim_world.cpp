@@ -83,8 +83,13 @@ std::string describe_world_options(const world_options_t& o) {
 namespace detail {
 
 port_t::port_t(int rank_, std::uint32_t device_index_, const backend::net_device_attr_t& attr_,
-               std::size_t registrations_max, prng_t prng_)
-    : rank(rank_), device_index(device_index_), attr(attr_), prng(prng_) {
+               std::size_t registrations_max, prng_t prng_, bool single_thread)
+    : lock(single_thread),
+      rank(rank_),
+      device_index(device_index_),
+      attr(attr_),
+      recvs(attr_.net_max_recvs),
+      prng(prng_) {
   LCI_ASSERT(attr.net_max_sends > 0, "a port needs a send queue");
   LCI_ASSERT(attr.net_max_cqes > 0, "a port needs a completion queue");
   packets.resize(attr.net_max_sends);
@@ -95,15 +100,8 @@ port_t::port_t(int rank_, std::uint32_t device_index_, const backend::net_device
     packets[i].inline_data = inline_arena.data() + i * attr.inject_size_max;
     packets_free.push_back(&packets[attr.net_max_sends - 1 - i]);
   }
-  recvs.reserve(attr.net_max_recvs);
   cq.resize(attr.net_max_cqes);
   registrations.resize(registrations_max);
-}
-
-void port_t::cq_push(const net_status_t& status) {
-  LCI_ASSERT(cq_count < cq.size(), "completion queue overflow (slot not reserved)");
-  cq[(cq_head + cq_count) % cq.size()] = status;
-  ++cq_count;
 }
 
 void port_t::waiting_push(packet_t* packet) {
@@ -166,6 +164,14 @@ world_t::~world_t() = default;
 void world_t::attach_scheduler(scheduler_t* scheduler) {
   LCI_ASSERT(scheduler != nullptr, "attach_scheduler needs a scheduler");
   LCI_ASSERT(scheduler->seed() == options_.seed, "scheduler and world seeds differ");
+  // A port's lock takes the mode at open_port(): none may be open yet.
+  const std::size_t slots_count =
+      static_cast<std::size_t>(options_.ranks_count) * options_.devices_per_rank_max;
+  for (std::size_t i = 0; i < slots_count; ++i) {
+    // relaxed: before the run, on the thread that built the world.
+    LCI_ASSERT(slots_[i].port.load(util::mo_relaxed) == nullptr,
+               "attach_scheduler after a device was allocated");
+  }
   scheduler_ = scheduler;
 }
 
@@ -186,14 +192,18 @@ port_t* world_t::open_port(int rank, std::uint32_t device_index,
   const prng_t prng = prng_t(options_.seed)
                           .fork(stream_port_base + device_index * ranks_count_max +
                                 static_cast<std::uint64_t>(rank));
-  auto port = std::make_unique<port_t>(rank, device_index, attr,
-                                       options_.registrations_max, prng);
+  auto port = std::make_unique<port_t>(rank, device_index, attr, options_.registrations_max,
+                                       prng, mode() == world_mode_t::deterministic);
   {
     util::spinlock_guard_t wire_guard(wires_[device_index].lock);
     auto& packets = wires_[device_index].packets;
     packets.reserve(packets.capacity() + attr.net_max_sends);
   }
   port_t* raw = port.get();
+  for (packet_t& packet : raw->packets) {  // deterministic mode: the wire's timer events
+    packet.fire = &world_t::fire_delivery;
+    packet.fire_context = this;
+  }
   util::spinlock_guard_t guard(lock_);
   port_slot_t& target = slot(rank, device_index);
   LCI_ASSERT(target.owned == nullptr, "a device index was opened twice");
@@ -211,7 +221,7 @@ port_t* world_t::open_port(int rank, std::uint32_t device_index,
 
 void world_t::close_port(port_t* port) {
   LCI_ASSERT(port != nullptr, "close_port needs a port");
-  util::spinlock_guard_t guard(port->lock);
+  detail::port_guard_t guard(port->lock, detail::port_guard_t::mode_t::wait);
   LCI_ASSERT(port->open, "a device was closed twice");
   port->open = false;
   LCI_ASSERT(port->cq_reserved >= port->recvs.size(), "receive reservations lost");
@@ -247,7 +257,7 @@ void world_t::crash_rank(int rank) {
     if (port == nullptr) continue;
     packet_t* waiting;
     {
-      util::spinlock_guard_t guard(port->lock);
+      detail::port_guard_t guard(port->lock, detail::port_guard_t::mode_t::wait);
       port->crashed = true;
       port->cq_reserved -= port->recvs.size();
       port->recvs.clear();
@@ -258,11 +268,6 @@ void world_t::crash_rank(int rank) {
   }
   fail_packets(early, rank);
   if (scheduler_ != nullptr) scheduler_->note_progress();
-}
-
-bool world_t::is_crashed(int rank) const {
-  // acquire: pairs with the release in crash_rank().
-  return crashed_[rank].load(util::mo_acquire);
 }
 
 int world_t::crashed_count() const {
@@ -289,8 +294,21 @@ void world_t::fail_packets(packet_t* list, int crashed_rank) {
   }
 }
 
+// Adds to a counter and returns its old value. Deterministic mode runs every
+// fiber and timer on the scheduler's one OS thread, so there a relaxed load
+// and store cannot lose an update and spare the locked read-modify-write
+// (several per message: the sim's hottest cost after the port locks);
+// concurrent mode needs the RMW. Relaxed either way: the counters order
+// nothing (statistics, and serial numbers that only need to be unique).
+std::uint64_t world_t::count_add(util::atomic<std::uint64_t>& counter, std::uint64_t delta) {
+  if (scheduler_ == nullptr) return counter.fetch_add(delta, util::mo_relaxed);
+  const std::uint64_t old = counter.load(util::mo_relaxed);
+  counter.store(old + delta, util::mo_relaxed);
+  return old;
+}
+
 std::uint64_t world_t::next_serial() {
-  return serial_.fetch_add(1, util::mo_relaxed);  // relaxed: a unique number only
+  return count_add(serial_, 1);
 }
 
 void world_t::count_fault(fault_kind_t kind) {
@@ -338,11 +356,7 @@ error_t world_t::launch(packet_t* packet, std::uint64_t delay_ticks) {
   LCI_ASSERT(packet->next == nullptr, "launching a packet that is in a list");
   trace_event('P', *packet, net_fault_t::none);
   if (scheduler_ != nullptr) {
-    const error_t error =
-        scheduler_->schedule_after(delay_ticks, [this, packet] {
-          in_wire_.fetch_sub(1, util::mo_relaxed);  // relaxed: a statistic
-          deliver(packet);
-        });
+    const error_t error = scheduler_->schedule_event_after(delay_ticks, packet);
     if (error.is_retry()) return error;
   } else {
     wire_t& wire = wires_[packet->device_index];
@@ -350,8 +364,15 @@ error_t world_t::launch(packet_t* packet, std::uint64_t delay_ticks) {
     LCI_ASSERT(wire.packets.size() < wire.packets.capacity(), "wire capacity not reserved");
     wire.packets.push_back(packet);
   }
-  in_wire_.fetch_add(1, util::mo_relaxed);  // relaxed: a statistic
+  count_add(in_wire_, 1);
   return errorcode_t::done;
+}
+
+// The packet's timer came due (deterministic mode).
+void world_t::fire_delivery(timer_event_t* event, void* fire_context) {
+  auto* world = static_cast<world_t*>(fire_context);
+  world->count_add(world->in_wire_, ~std::uint64_t{0});  // - 1, modulo 2^64
+  world->deliver(static_cast<packet_t*>(event));
 }
 
 std::size_t world_t::drive_wire(std::uint32_t device_index) {
@@ -373,34 +394,36 @@ std::size_t world_t::drive_wire(std::uint32_t device_index) {
     }
   }
   for (std::size_t i = 0; i < picked_count; ++i) {
-    in_wire_.fetch_sub(1, util::mo_relaxed);  // relaxed: a statistic
+    count_add(in_wire_, ~std::uint64_t{0});  // - 1, modulo 2^64
     deliver(picked[i]);
   }
   return picked_count;
 }
 
-void world_t::pump_waiting(port_t* port) {
+bool world_t::pump_waiting(port_t* port) {
   packet_t* list;
   {
-    util::spinlock_guard_t guard(port->lock);
+    detail::port_guard_t guard(port->lock, detail::port_guard_t::mode_t::wait);
     list = port->waiting_detach();
   }
   // Each detached packet is tried once; one that waits again joins a new list.
+  bool delivered = false;
   while (list != nullptr) {
     packet_t* packet = list;
     list = list->next;
     packet->next = nullptr;
-    deliver(packet);
+    delivered |= deliver(packet);
   }
+  return delivered;
 }
 
 // ---- delivery ----
 
-void world_t::deliver(packet_t* packet) {
+bool world_t::deliver(packet_t* packet) {
   LCI_ASSERT(packet->next == nullptr, "delivering a packet that is in a list");
   if (is_crashed(packet->source_rank)) {
     release_dropped(packet);  // nobody is left to complete it to
-    return;
+    return true;
   }
   net_status_t local;
   local.opcode = local_opcode(packet->kind);
@@ -410,7 +433,7 @@ void world_t::deliver(packet_t* packet) {
   if (is_crashed(packet->target_rank)) {
     local.fault = net_fault_t::peer_crashed;
     complete_local(packet, local);
-    return;
+    return true;
   }
   port_t* target = find_port(packet->target_rank, packet->device_index);
   if (target == nullptr) {
@@ -424,17 +447,18 @@ void world_t::deliver(packet_t* packet) {
         s.early_tail->next = packet;
       }
       s.early_tail = packet;
-      return;
+      return false;
     }
   }
-  if (!deliver_at_target(*target, *packet, &local)) return;  // waits there
-  deliveries_.fetch_add(1, util::mo_relaxed);  // relaxed: a statistic
+  if (!deliver_at_target(*target, *packet, &local)) return false;  // waits there
+  count_add(deliveries_, 1);
   complete_local(packet, local);
+  return true;
 }
 
 // Returns false when the packet must wait at the target (queued there).
 bool world_t::deliver_at_target(port_t& target, packet_t& packet, net_status_t* local) {
-  util::spinlock_guard_t guard(target.lock);
+  detail::port_guard_t guard(target.lock, detail::port_guard_t::mode_t::wait);
   if (target.crashed) {
     local->fault = net_fault_t::peer_crashed;
     return true;
@@ -455,11 +479,8 @@ bool world_t::deliver_send(port_t& target, packet_t& packet) {
     count_fault(fault_kind_t::no_recv_buffer);
     return false;
   }
-  std::size_t index = 0;
-  while (index < target.recvs.size() && target.recvs[index].size < packet.size) ++index;
-  if (index == target.recvs.size()) return false;  // no (fitting) buffer: RNR
-  const detail::recv_slot_t recv = target.recvs[index];
-  target.recvs.erase(target.recvs.begin() + static_cast<std::ptrdiff_t>(index));
+  detail::recv_slot_t recv;
+  if (!target.recvs.take_first_fit(packet.size, &recv)) return false;  // no buffer fits: RNR
   if (packet.size > 0) std::memcpy(recv.buffer, packet.payload, packet.size);
   net_status_t status;
   status.opcode = net_opcode_t::recv;
@@ -521,7 +542,7 @@ bool world_t::deliver_rma(port_t& target, packet_t& packet, net_status_t* local)
 // or a fault) or released, and the packet goes home.
 void world_t::complete_local(packet_t* packet, const net_status_t& local) {
   port_t& origin = *packet->origin;
-  util::spinlock_guard_t guard(origin.lock);
+  detail::port_guard_t guard(origin.lock, detail::port_guard_t::mode_t::wait);
   LCI_ASSERT(origin.cq_reserved > 0, "a post had no completion slot reserved");
   --origin.cq_reserved;
   const bool report = packet->signaled || local.fault != net_fault_t::none;
@@ -535,7 +556,7 @@ void world_t::complete_local(packet_t* packet, const net_status_t& local) {
 
 void world_t::release_dropped(packet_t* packet) {
   port_t& origin = *packet->origin;
-  util::spinlock_guard_t guard(origin.lock);
+  detail::port_guard_t guard(origin.lock, detail::port_guard_t::mode_t::wait);
   LCI_ASSERT(origin.cq_reserved > 0, "a post had no completion slot reserved");
   --origin.cq_reserved;
   trace_event('Z', *packet, net_fault_t::peer_crashed);
@@ -558,7 +579,7 @@ std::string world_t::describe_ranks() const {
     for (std::uint32_t k = 0; k < options_.devices_per_rank_max; ++k) {
       port_t* port = const_cast<world_t*>(this)->find_port(rank, k);
       if (port == nullptr) continue;
-      util::spinlock_guard_t guard(port->lock);
+      detail::port_guard_t guard(port->lock, detail::port_guard_t::mode_t::wait);
       text += "; device " + std::to_string(k) + (port->open ? "" : " (freed)") +
               ": recvs posted " + std::to_string(port->recvs.size()) + ", ops in flight " +
               std::to_string(port->packets_in_flight()) + ", messages waiting here " +
@@ -577,7 +598,7 @@ std::string world_t::describe_leftovers() const {
     for (std::uint32_t k = 0; k < options_.devices_per_rank_max; ++k) {
       port_t* port = const_cast<world_t*>(this)->find_port(rank, k);
       if (port == nullptr) continue;
-      util::spinlock_guard_t guard(port->lock);
+      detail::port_guard_t guard(port->lock, detail::port_guard_t::mode_t::wait);
       if (port->packets_in_flight() == 0 && port->waiting_count == 0 && port->cq_count == 0) {
         continue;
       }

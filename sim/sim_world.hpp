@@ -8,9 +8,10 @@
 // and "launches" it; delivery does the target side (match a posted receive,
 // check an RMA key, copy) and then completes the initiator.
 //   deterministic mode  (a scheduler_t is attached): a launch schedules the
-//     delivery as a scheduler timer at now + latency + size / bandwidth +
-//     jitter (+ fault delays), drawn from the seeded PRNG, so delivery order
-//     is a function of the seed. All ranks run as fibers of that scheduler.
+//     packet itself (an intrusive timer event) for delivery at now + latency
+//     + size / bandwidth + jitter (+ fault delays), drawn from the seeded
+//     PRNG, so delivery order is a function of the seed. All ranks run as
+//     fibers of that scheduler.
 //   concurrent mode (no scheduler): a launch appends the packet to the wire
 //     of its device index; any poll_comp on a device of that index moves up
 //     to deliveries_per_poll_max packets, picked at random (reordering).
@@ -23,10 +24,13 @@
 // initiator with fault peer_crashed naming r; r's own later backend calls
 // throw rank_crashed_t. Nothing waits on a dead rank, so nothing hangs.
 //
-// Thread safety: every method may run concurrently (a world-wide spinlock
-//                guards the port table and crash state; each port has its
-//                own spinlock; at most one lock is held at a time except
-//                port -> wire in a concurrent-mode launch).
+// Thread safety: concurrent mode: every method may run concurrently (a
+//                world-wide spinlock guards the port table and crash state;
+//                each port has its own lock; at most one lock is held at a
+//                time except port -> wire in a launch). Deterministic mode:
+//                only on the scheduler's OS thread (its fibers and timers),
+//                which lets port locks be checked flags and statistics
+//                plain load/store pairs (port_lock_t, count_add()).
 // Blocking:      never waits for another rank; internal spinlocks guard
 //                short, bounded critical sections.
 // Ownership:     the world owns every port (the network side of a device),
@@ -34,7 +38,9 @@
 //                sim_device_t is a handle. The world must outlive its
 //                contexts, devices and the scheduler's run.
 // Allocation:    ports, pools and queues at alloc_device; the data path does
-//                not allocate (scheduler timers aside: see sim_scheduler.hpp).
+//                not allocate (a packet on the wire is its own timer event;
+//                only one delayed past the scheduler's calendar window, by a
+//                delay_spike fault, may grow the scheduler's overflow heap).
 // Limits:        ranks_count_max ranks, devices_per_rank_max devices per rank,
 //                net_max_sends in-flight posts per device (retry_nomem
 //                beyond), net_max_recvs receives, net_max_cqes completions,
@@ -49,14 +55,14 @@
 #include <vector>
 
 #include "backends/backend.hpp"
+#include "lci/util/assert.hpp"
 #include "lci/util/atomic.hpp"
 #include "lci/util/spinlock.hpp"
 #include "sim/sim_faults.hpp"
 #include "sim/sim_prng.hpp"
+#include "sim/sim_scheduler.hpp"
 
 namespace lci::sim {
-
-class scheduler_t;
 
 inline constexpr int ranks_count_max = 4096;
 
@@ -101,11 +107,12 @@ namespace detail {
 enum class packet_kind_t : std::uint8_t { send, put, put_imm, get };
 
 // One operation in flight. Lives in its initiating port's pool; at any time
-// it is in exactly one place: that pool's free list, the wire (a timer or a
-// wire vector), a target's waiting list, or in the hands of a delivery.
+// it is in exactly one place: that pool's free list, the wire (pending as a
+// scheduler timer event, or in a wire vector), a target's waiting list, or in
+// the hands of a delivery.
 struct port_t;
 
-struct packet_t {
+struct packet_t : timer_event_t {
   packet_t* next = nullptr;  // waiting/early list link
   port_t* origin = nullptr;  // the initiating port (owns this packet)
   packet_kind_t kind = packet_kind_t::send;
@@ -125,9 +132,50 @@ struct packet_t {
 };
 
 struct recv_slot_t {
-  void* buffer;
-  std::size_t size;
-  void* user_context;
+  void* buffer = nullptr;
+  std::size_t size = 0;
+  void* user_context = nullptr;
+};
+
+// A port's posted receives, oldest first: a message takes the oldest buffer
+// that fits. A fixed ring, so taking the oldest (the common case) moves
+// nothing, and taking the i-th moves the i older ones up by one slot.
+class recv_queue_t {
+ public:
+  explicit recv_queue_t(std::size_t capacity) : slots_(capacity) {}
+
+  std::size_t size() const { return count_; }
+  bool full() const { return count_ == slots_.size(); }
+  void clear() { count_ = 0; }
+  void push(const recv_slot_t& slot) {
+    LCI_ASSERT(!full(), "posted receives over net_max_recvs");
+    slots_[at(count_)] = slot;
+    ++count_;
+  }
+  // Removes the oldest slot of at least `size` bytes into *taken; false
+  // (nothing changes) if none fits.
+  bool take_first_fit(std::size_t size, recv_slot_t* taken) {
+    std::size_t index = 0;
+    while (index < count_ && slots_[at(index)].size < size) ++index;
+    if (index == count_) return false;
+    *taken = slots_[at(index)];
+    for (; index > 0; --index) slots_[at(index)] = slots_[at(index - 1)];
+    head_ = at(1);
+    --count_;
+    return true;
+  }
+
+ private:
+  // The slot of the index-th oldest receive; index <= count_ <= capacity,
+  // so one subtraction wraps it.
+  std::size_t at(std::size_t index) const {
+    const std::size_t slot = head_ + index;
+    return slot >= slots_.size() ? slot - slots_.size() : slot;
+  }
+
+  std::vector<recv_slot_t> slots_;
+  std::size_t head_ = 0;
+  std::size_t count_ = 0;
 };
 
 struct registration_t {
@@ -137,13 +185,77 @@ struct registration_t {
   bool live = false;
 };
 
+// A port's lock. Concurrent mode: a spinlock (ranks are OS threads).
+// Deterministic mode: every fiber and timer runs on the scheduler's one OS
+// thread, and no port lock is held across a scheduling point (device calls
+// release it before their call point, timers fire outside it), so it can
+// never be found taken: a flag asserts exactly that and spares the locked
+// exchange (one per lock, several per message). It still counts in
+// spinlocks_held_by_this_thread(), so a switch under it fails the run as a
+// switch under a spinlock does.
+class port_lock_t {
+ public:
+  explicit port_lock_t(bool single_thread) : single_thread_(single_thread) {}
+  port_lock_t(const port_lock_t&) = delete;
+  port_lock_t& operator=(const port_lock_t&) = delete;
+
+  [[nodiscard]] bool try_lock() {
+    if (!single_thread_) return lock_.try_lock();
+    LCI_ASSERT(!held_, "a port lock held across a scheduling point");
+    held_ = true;
+    ++util::detail::spinlocks_held_count;
+    return true;
+  }
+  void lock() {
+    if (!single_thread_) {
+      lock_.lock();
+      return;
+    }
+    const bool taken = try_lock();
+    LCI_ASSERT(taken, "a single-thread port lock is never busy");
+  }
+  void unlock() {
+    if (!single_thread_) {
+      lock_.unlock();
+      return;
+    }
+    LCI_ASSERT(held_, "unlock of a free port lock");
+    held_ = false;
+    --util::detail::spinlocks_held_count;
+  }
+
+ private:
+  util::spinlock_t lock_;
+  const bool single_thread_;
+  bool held_ = false;  // single_thread_ only
+};
+
+// Holds a port_lock_t for a scope: lock() (blocking) or try_lock() (then
+// owns_lock() says whether it got it).
+class port_guard_t {
+ public:
+  enum class mode_t : std::uint8_t { wait, try_once };
+  port_guard_t(port_lock_t& lock, mode_t mode)
+      : lock_(lock), owns_(mode == mode_t::try_once ? lock.try_lock() : (lock.lock(), true)) {}
+  ~port_guard_t() {
+    if (owns_) lock_.unlock();
+  }
+  port_guard_t(const port_guard_t&) = delete;
+  port_guard_t& operator=(const port_guard_t&) = delete;
+  bool owns_lock() const { return owns_; }
+
+ private:
+  port_lock_t& lock_;
+  const bool owns_;
+};
+
 // The network side of device `device_index` of rank `rank`. Everything below
 // `lock` is guarded by it.
 struct port_t {
   port_t(int rank, std::uint32_t device_index, const backend::net_device_attr_t& attr,
-         std::size_t registrations_max, prng_t prng);
+         std::size_t registrations_max, prng_t prng, bool single_thread);
 
-  util::spinlock_t lock;
+  port_lock_t lock;
   const int rank;
   const std::uint32_t device_index;
   const backend::net_device_attr_t attr;
@@ -152,7 +264,7 @@ struct port_t {
   std::vector<packet_t> packets;
   std::vector<packet_t*> packets_free;
   std::vector<std::byte> inline_arena;
-  std::vector<recv_slot_t> recvs;         // capacity net_max_recvs
+  recv_queue_t recvs;                     // capacity net_max_recvs
   std::vector<backend::net_status_t> cq;  // ring, capacity net_max_cqes
   std::size_t cq_head = 0;
   std::size_t cq_count = 0;
@@ -165,7 +277,21 @@ struct port_t {
 
   std::size_t packets_in_flight() const { return packets.size() - packets_free.size(); }
   bool cq_has_room() const { return cq_count + cq_reserved < cq.size(); }
-  void cq_push(const backend::net_status_t& status);  // needs a free or reserved slot
+  // Needs a free or reserved slot.
+  void cq_push(const backend::net_status_t& status) {
+    LCI_ASSERT(cq_count < cq.size(), "completion queue overflow (slot not reserved)");
+    std::size_t index = cq_head + cq_count;  // < 2 * size: one subtraction wraps it
+    if (index >= cq.size()) index -= cq.size();
+    cq[index] = status;
+    ++cq_count;
+  }
+  backend::net_status_t cq_pop() {
+    LCI_ASSERT(cq_count > 0, "popping an empty completion queue");
+    const backend::net_status_t status = cq[cq_head];
+    cq_head = cq_head + 1 == cq.size() ? 0 : cq_head + 1;
+    --cq_count;
+    return status;
+  }
   void waiting_push(packet_t* packet);
   packet_t* waiting_detach();
 };
@@ -194,7 +320,10 @@ class world_t {
 
   // ---- ranks ----
   void crash_rank(int rank);
-  bool is_crashed(int rank) const;
+  bool is_crashed(int rank) const {
+    // acquire: pairs with the release in crash_rank().
+    return crashed_[rank].load(util::mo_acquire);
+  }
   int crashed_count() const;
   // What the rank waits for (deadlock reports); `what` must be a literal.
   void note_wait(int rank, const char* what);
@@ -206,7 +335,8 @@ class world_t {
   // Sends the packet on its way (timer or wire). retry_nomem: no timer left.
   [[nodiscard]] error_t launch(detail::packet_t* packet, std::uint64_t delay_ticks);
   // Delivers the packets waiting at `port` again (after a post_recv/poll).
-  void pump_waiting(detail::port_t* port);
+  // Returns whether any of them got delivered (did not wait again).
+  bool pump_waiting(detail::port_t* port);
   // Concurrent mode: delivers up to deliveries_per_poll_max packets of this
   // device index. Returns how many.
   std::size_t drive_wire(std::uint32_t device_index);
@@ -228,7 +358,9 @@ class world_t {
   struct port_slot_t;
   struct wire_t;
 
-  void deliver(detail::packet_t* packet);
+  static void fire_delivery(timer_event_t* event, void* fire_context);
+  // Returns false when the packet waits (at the target, or early).
+  bool deliver(detail::packet_t* packet);
   bool deliver_at_target(detail::port_t& target, detail::packet_t& packet,
                          backend::net_status_t* local);
   bool deliver_send(detail::port_t& target, detail::packet_t& packet);
@@ -238,6 +370,7 @@ class world_t {
   void release_dropped(detail::packet_t* packet);
   void fail_packets(detail::packet_t* list, int crashed_rank);
   detail::port_t* find_port(int rank, std::uint32_t device_index);
+  std::uint64_t count_add(util::atomic<std::uint64_t>& counter, std::uint64_t delta);
   port_slot_t& slot(int rank, std::uint32_t device_index) const;
 
   const world_options_t options_;

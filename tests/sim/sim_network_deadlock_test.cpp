@@ -63,6 +63,37 @@ TEST(SimNetworkDeadlock, NoFalseAlarmWhenTheMessageIsSent) {
   }
 }
 
+// Ranks that spin on backend calls alone, without a wait of their own, are
+// still found: a call that changes nothing (a poll finding nothing, a post
+// refused with retry) is a wait.
+TEST(SimNetworkDeadlock, SpinningOnQuietBackendCallsAloneIsFound) {
+  for (std::uint64_t seed : {1u, 2u, 3u}) {
+    run_options_t options = lci::sim::default_run_options(seed);
+    options.log = false;
+    const bool spin_on_posts = seed == 2;
+    const run_report_t report = lci::sim::run_ranks(2, options, [&](rank_env_t& env) {
+      auto device = env.context().alloc_device({});
+      char buffer[64];
+      if (spin_on_posts) {
+        // Fill the receive queue (each post changes the world), then retry.
+        while (device->post_recv(buffer, sizeof(buffer), {}, nullptr).is_done()) {
+        }
+        for (;;) (void)device->post_recv(buffer, sizeof(buffer), {}, nullptr);
+      }
+      (void)device->post_recv(buffer, sizeof(buffer), {}, nullptr);
+      lci::backend::net_status_t status;
+      while (device->poll_comp(&status, 1) == 0) {
+      }
+    });
+    ASSERT_FALSE(report.ok);
+    EXPECT_EQ(report.kind, lci::sim::run_result_t::kind_t::deadlock) << report.report;
+    const std::string waited = spin_on_posts ? "net post_recv" : "net poll_comp";
+    EXPECT_TRUE(contains(report.report, "\"rank 0\": waits for \"" + waited + "\"")) << report.report;
+    EXPECT_TRUE(contains(report.report, "\"rank 1\": waits for \"" + waited + "\"")) << report.report;
+    EXPECT_LT(report.steps_count, 10000u);  // found promptly, not at steps_max
+  }
+}
+
 TEST(SimNetworkDeadlock, ConcurrentModeTimesOutWithAReport) {
   run_options_t options = lci::sim::default_run_options(1, world_mode_t::concurrent);
   options.log = false;

@@ -130,6 +130,30 @@ TEST(SimSchedulerFailure, YieldUnderSpinlockFailsTheRun) {
   }
 }
 
+// A backend call's point counts too, even one that changed the world and
+// could go on without a switch: the lock would be held across the next one.
+TEST(SimSchedulerFailure, CallPointUnderSpinlockFailsTheRun) {
+  for (std::uint64_t seed : lci::sim::seeds_from_env(21, 4)) {
+    auto lock = std::make_unique<spinlock_t>();
+    scheduler_options_t options = quiet_options(seed);
+    options.run_budget_max = 1000;  // a budget to spare: the lock alone fails it
+    scheduler_t scheduler(options);
+    scheduler.spawn("holder", [&] {
+      spinlock_guard_t guard(*lock);
+      scheduler_t::call_point("net post_send", true);
+    });
+    scheduler.spawn("taker", [&] { spinlock_guard_t guard(*lock); });
+    const run_result_t result = scheduler.run();
+    ASSERT_EQ(result.kind, kind_t::fiber_failed) << result.report;
+    EXPECT_EQ(result.failed_fiber, 0u);
+    EXPECT_TRUE(contains(result.message,
+                         "\"holder\" yielded while holding 1 spinlock(s) at call \"net post_send\""))
+        << result.message;
+    EXPECT_FALSE(lock->is_locked());  // the guard ran during teardown
+    EXPECT_EQ(lci::util::spinlocks_held_by_this_thread(), 0u);
+  }
+}
+
 TEST(SimSchedulerFailure, FinishingWithASpinlockHeldFails) {
   auto lock = std::make_unique<spinlock_t>();
   scheduler_t scheduler(quiet_options(4));

@@ -154,6 +154,117 @@ TEST(SimScheduler, YieldOutsideASimulationIsANoOp) {
   SUCCEED();
 }
 
+// ---- call_point(): the end of a backend call ----
+
+// Lengths of the runs of equal consecutive entries of `log`.
+std::vector<std::size_t> run_lengths(const std::vector<int>& log) {
+  std::vector<std::size_t> lengths;
+  for (std::size_t i = 0; i < log.size(); ++i) {
+    if (i == 0 || log[i] != log[i - 1]) lengths.push_back(0);
+    ++lengths.back();
+  }
+  return lengths;
+}
+
+// Two fibers log an entry before each changing call. Round robin turns the
+// log into turns: a turn is 1..run_budget_max changing calls of one fiber
+// (the last of them switches), and its length is drawn from the seed.
+std::vector<int> run_changing_calls(std::uint64_t seed, std::uint32_t run_budget_max,
+                                    run_result_t* result) {
+  constexpr int calls_per_fiber = 200;
+  scheduler_options_t options = quiet_options(seed);
+  options.policy = policy_t::round_robin;
+  options.run_budget_max = run_budget_max;
+  auto log = std::make_unique<std::vector<int>>();
+  scheduler_t scheduler(options);
+  for (int f = 0; f < 2; ++f) {
+    scheduler.spawn("caller" + std::to_string(f), [&log, f] {
+      for (int i = 0; i < calls_per_fiber; ++i) {
+        log->push_back(f);
+        scheduler_t::call_point("net test", true);
+      }
+    });
+  }
+  *result = scheduler.run();
+  EXPECT_EQ(log->size(), std::size_t{2 * calls_per_fiber});
+  return *log;
+}
+
+TEST(SimSchedulerCallPoint, ChangingCallsGoOnForTheRunBudget) {
+  constexpr std::uint32_t run_budget_max = 8;
+  std::set<std::vector<int>> logs;
+  for (std::uint64_t seed : lci::sim::seeds_from_env(300, 4)) {
+    run_result_t result;
+    const std::vector<int> log = run_changing_calls(seed, run_budget_max, &result);
+    ASSERT_TRUE(result.ok()) << result.report;
+    std::vector<std::size_t> lengths = run_lengths(log);
+    // Once one fiber has finished, the other's turns run together: drop that
+    // tail. (A fiber's last turn may also be cut short by its end.)
+    lengths.pop_back();
+    for (std::size_t length : lengths) EXPECT_LE(length, run_budget_max) << "seed " << seed;
+    EXPECT_EQ(*std::max_element(lengths.begin(), lengths.end()), run_budget_max);
+    EXPECT_GE(std::set<std::size_t>(lengths.begin(), lengths.end()).size(), 4u);
+    // Fewer switches than calls, but every call costs a step's virtual time.
+    EXPECT_LT(result.steps_count, log.size() / 2);
+    EXPECT_GE(result.ticks, log.size());
+    logs.insert(log);
+  }
+  EXPECT_EQ(logs.size(), 4u);  // the budgets come from the seed
+}
+
+TEST(SimSchedulerCallPoint, BudgetOfOneSwitchesAtEveryChangingCall) {
+  run_result_t result;
+  const std::vector<int> log = run_changing_calls(5, 1, &result);
+  ASSERT_TRUE(result.ok()) << result.report;
+  for (std::size_t length : run_lengths(log)) EXPECT_EQ(length, 1u);
+}
+
+// A call that changed nothing is a wait: a fiber spinning on quiet calls is
+// found deadlocked after quiet_waits_min of them, naming the call.
+TEST(SimSchedulerCallPoint, QuietCallsAreWaits) {
+  const scheduler_options_t options = quiet_options(6);
+  scheduler_t scheduler(options);
+  scheduler.spawn("poller", [] {
+    for (;;) scheduler_t::call_point("net poll_comp", false);
+  });
+  const run_result_t result = scheduler.run();
+  EXPECT_EQ(result.kind, kind_t::deadlock) << result.report;
+  EXPECT_NE(result.report.find("waits for \"net poll_comp\""), std::string::npos) << result.report;
+  EXPECT_EQ(result.steps_count, options.quiet_waits_min);
+}
+
+// Timers that come due while a fiber goes on fire at its call points, as the
+// scheduler loop would fire them, not only at its next switch: after every
+// call exactly the timers of ticks <= now have fired.
+TEST(SimSchedulerCallPoint, DueTimersFireAtCallsThatGoOn) {
+  constexpr std::uint64_t timers_count = 50;
+  constexpr int calls_count = 100;
+  scheduler_options_t options = quiet_options(7);
+  options.run_budget_max = 64;
+  scheduler_t scheduler(options);
+  auto fired_ticks = std::make_unique<std::vector<std::uint64_t>>();
+  scheduler.spawn("caller", [&] {
+    const std::uint64_t start = scheduler.now_ticks();
+    for (std::uint64_t t = 1; t <= timers_count; ++t) {
+      const lci::error_t error = scheduler.schedule_at(start + t, [&, t] {
+        EXPECT_EQ(scheduler_t::current_fiber(), lci::sim::fiber_id_invalid);
+        fired_ticks->push_back(start + t);
+      });
+      ASSERT_TRUE(error.is_done());
+    }
+    for (int i = 0; i < calls_count; ++i) {
+      scheduler_t::call_point("net test", true);
+      const std::uint64_t now = scheduler.now_ticks();
+      const std::uint64_t due = std::min(timers_count, now - start);
+      ASSERT_EQ(fired_ticks->size(), due) << "call " << i << " at tick " << now;
+    }
+  });
+  const run_result_t result = scheduler.run();
+  ASSERT_TRUE(result.ok()) << result.report;
+  EXPECT_TRUE(std::is_sorted(fired_ticks->begin(), fired_ticks->end()));
+  EXPECT_LT(result.steps_count, std::uint64_t{calls_count} / 4);  // most calls went on
+}
+
 // Independent schedulers on separate OS threads (the concurrency a
 // scheduler supports): same seed => same log and hash on every thread.
 TEST(SimSchedulerStress, IndependentSchedulersOnFourThreads) {

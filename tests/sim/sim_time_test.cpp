@@ -79,6 +79,96 @@ TEST(SimTime, TimersMaxReturnsRetryNomem) {
   EXPECT_TRUE(scheduler.run().ok());  // no fibers: finished, timers dropped
 }
 
+// The timer queue against a reference model. One fiber arms timers at
+// moments spread over virtual time, for ticks from "now" to ten calendar
+// windows ahead (so many pass through the overflow heap and move into the
+// calendar later), with many ties, while time advances by sleeps (timers) and
+// by advance_ticks() (none: the calendar's base lags behind). Every timer
+// fires once, never before its tick, in (tick, scheduling order).
+TEST(SimTime, NearAndFarTimersFireInTickThenSchedulingOrder) {
+  constexpr std::size_t timers_count = 2000;
+  for (std::uint64_t seed : lci::sim::seeds_from_env(60, 4)) {
+    scheduler_t scheduler(quiet_options(seed));
+    auto armed_ticks = std::make_unique<std::vector<std::uint64_t>>();
+    auto fired = std::make_unique<std::vector<std::size_t>>();
+    auto early = std::make_unique<std::size_t>(0);
+    scheduler.spawn("arm", [&] {
+      lci::sim::prng_t prng(seed);
+      for (std::size_t i = 0; i < timers_count; ++i) {
+        std::uint64_t ahead;
+        switch (prng.uniform(4)) {
+          case 0: ahead = prng.uniform(20'000); break;   // far: overflow heap
+          case 1: ahead = 2040 + prng.uniform(16); break;  // the window's edge
+          case 2: ahead = prng.uniform(8); break;          // near, many ties
+          default: ahead = 100 + prng.uniform(64); break;  // the wire's delays
+        }
+        const std::uint64_t tick = scheduler.now_ticks() + ahead;
+        armed_ticks->push_back(tick);
+        const lci::error_t error = scheduler.schedule_at(tick, [&, tick, i] {
+          if (scheduler.now_ticks() < tick) ++*early;
+          fired->push_back(i);
+        });
+        ASSERT_TRUE(error.is_done());
+        switch (prng.uniform(16)) {
+          case 0: scheduler_t::sleep_ticks(prng.uniform(3000)); break;
+          case 1: scheduler.advance_ticks(prng.uniform(5000)); break;
+          default: break;
+        }
+      }
+      while (fired->size() < timers_count) scheduler_t::wait("timers");
+    });
+    const run_result_t result = scheduler.run();
+    ASSERT_TRUE(result.ok()) << result.report;
+    std::vector<std::size_t> expected(timers_count);
+    for (std::size_t i = 0; i < timers_count; ++i) expected[i] = i;
+    std::stable_sort(expected.begin(), expected.end(), [&](std::size_t a, std::size_t b) {
+      return (*armed_ticks)[a] < (*armed_ticks)[b];
+    });
+    EXPECT_EQ(*fired, expected) << "seed " << seed;
+    EXPECT_EQ(*early, 0u);
+  }
+}
+
+// Intrusive events (the network's packets) and schedule_at()'s callbacks
+// share one order and one timers_max.
+TEST(SimTime, IntrusiveEventsShareOrderAndLimitWithCallbacks) {
+  struct note_event_t : lci::sim::timer_event_t {
+    std::vector<int>* log = nullptr;
+    int value = 0;
+  };
+  scheduler_options_t options = quiet_options(4);
+  options.timers_max = 4;
+  scheduler_t scheduler(options);
+  auto log = std::make_unique<std::vector<int>>();
+  auto events = std::make_unique<note_event_t[]>(3);
+  for (int i = 0; i < 3; ++i) {
+    events[i].log = log.get();
+    events[i].value = 10 + i;
+    events[i].fire = [](lci::sim::timer_event_t* event, void* fire_context) {
+      auto* note = static_cast<note_event_t*>(event);
+      EXPECT_EQ(fire_context, note->log);
+      note->log->push_back(note->value);
+    };
+    events[i].fire_context = log.get();
+  }
+  // Tick 20: event 10, callback 1, event 11; tick 5: callback 2.
+  ASSERT_TRUE(scheduler.schedule_event_at(20, &events[0]).is_done());
+  ASSERT_TRUE(scheduler.schedule_at(20, [&] { log->push_back(1); }).is_done());
+  ASSERT_TRUE(scheduler.schedule_event_after(20, &events[1]).is_done());
+  ASSERT_TRUE(scheduler.schedule_at(5, [&] { log->push_back(2); }).is_done());
+  EXPECT_EQ(scheduler.schedule_event_at(30, &events[2]).errorcode, lci::errorcode_t::retry_nomem);
+  EXPECT_EQ(scheduler.schedule_at(30, [] {}).errorcode, lci::errorcode_t::retry_nomem);
+  scheduler.spawn("waiter", [&] {
+    while (log->size() < 4) scheduler_t::wait("timers");
+    // Fired timers free their places: the limit counts pending ones only.
+    ASSERT_TRUE(scheduler.schedule_event_after(1, &events[2]).is_done());
+    while (log->size() < 5) scheduler_t::wait("the last timer");
+  });
+  const run_result_t result = scheduler.run();
+  ASSERT_TRUE(result.ok()) << result.report;
+  EXPECT_EQ(*log, (std::vector<int>{2, 10, 1, 11, 12}));
+}
+
 // A timer-driven "network": a packet sent at tick t is delivered at t + 50
 // by a timer; the receiver waits for it. Same seed => same trace hash.
 std::uint64_t run_ping_pong(std::uint64_t seed) {
