@@ -5,6 +5,8 @@
 //
 //   bazel run //bench:sim -- [--csv] [--messages N] [--ranks 2,64] [--seed S]
 #include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
@@ -124,6 +126,23 @@ int main(int argc, char** argv) {
                 "steps/msg", "peak_rss_KiB", "KiB/rank");
   }
   for (int ranks : bench.ranks_counts) {
+    // Each rank count runs in its own child process: the peak resident set
+    // only grows, so in one process a smaller run after a larger one would
+    // show no growth at all.
+    std::fflush(stdout);
+    const pid_t child = fork();
+    if (child < 0) {
+      std::perror("fork");
+      return 1;
+    }
+    if (child > 0) {
+      int wait_status = 0;
+      if (waitpid(child, &wait_status, 0) != child || !WIFEXITED(wait_status) ||
+          WEXITSTATUS(wait_status) != 0) {
+        return 1;
+      }
+      continue;
+    }
     const std::size_t per_rank = bench.messages_total / static_cast<std::size_t>(ranks);
     lci::sim::run_options_t options = lci::sim::default_run_options(bench.seed);
     options.log = false;
@@ -137,7 +156,7 @@ int main(int argc, char** argv) {
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (!report.ok) {
       std::fprintf(stderr, "%s", report.report.c_str());
-      return 1;
+      std::_Exit(1);
     }
     const std::size_t messages = per_rank * static_cast<std::size_t>(ranks);
     const double steps_per_msg = double(report.steps_count) / double(messages);
@@ -151,6 +170,8 @@ int main(int argc, char** argv) {
       std::printf("%6d %10zu %8.3f %12.0f %10.3f %12ld %10.1f\n", ranks, messages, wall_s,
                   messages / wall_s, steps_per_msg, peak, per_rank_kib);
     }
+    std::fflush(stdout);
+    std::_Exit(0);
   }
   return 0;
 }
