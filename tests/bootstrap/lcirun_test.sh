@@ -1,0 +1,125 @@
+#!/bin/bash
+# The launcher's behaviour as a user sees it: exit codes (first failure,
+# signals, timeout, usage), termination of the other ranks, output prefixes,
+# the environment it gives ranks, and errors reaching a rank through the
+# bootstrap (wrong job token, a rank gone before a collective).
+#
+# usage: lcirun_test.sh <lcirun> <bootstrap_check>
+set -u
+lcirun=$1
+check=$2
+work="$TEST_TMPDIR"
+failures=0
+
+fail() {
+  echo "FAIL: $*"
+  failures=$((failures + 1))
+}
+
+# run <name> <lcirun args...>: status in $status, output in $work/<name>.out
+# and $work/<name>.err.
+run() {
+  local name=$1
+  shift
+  "$lcirun" "$@" >"$work/$name.out" 2>"$work/$name.err"
+  status=$?
+  echo "== $name: status $status"
+  sed 's/^/  out: /' "$work/$name.out"
+  sed 's/^/  err: /' "$work/$name.err"
+}
+
+expect_status() {
+  [ "$status" -eq "$2" ] || fail "$1: status $status, expected $2"
+}
+
+expect_line() {  # <name> <out|err> <fixed string>
+  grep -qF -- "$3" "$work/$1.$2" || fail "$1: no '$3' on std$2"
+}
+
+# Each rank's shell records its pid and then becomes a long sleep; after
+# lcirun returns, none of those pids may still be alive.
+expect_all_dead() {
+  local name=$1 pid_file pid
+  for pid_file in "$work/$name".pid.*; do
+    [ -e "$pid_file" ] || { fail "$name: no pid files"; return; }
+    pid=$(cat "$pid_file")
+    if kill -0 "$pid" 2>/dev/null; then
+      fail "$name: $(basename "$pid_file") (pid $pid) still runs"
+      kill -9 "$pid"
+    fi
+  done
+}
+
+# --- the first failing rank's exit code propagates; the others are killed
+# Rank 2 fails once every other rank is up (bounded wait of 20 s).
+run first_failure -n 4 bash -c '
+  echo $$ > "'"$work"'/first_failure.pid.$LCIRUN_RANK"
+  if [ "$LCIRUN_RANK" = 2 ]; then
+    for i in $(seq 200); do
+      [ $(ls "'"$work"'"/first_failure.pid.* | wc -l) -eq 4 ] && break
+      sleep 0.1
+    done
+    exit 3
+  fi
+  exec sleep 60'
+expect_status first_failure 3
+expect_line first_failure err "lcirun: rank 2 exited with code 3; terminating ranks 0 1 3"
+expect_all_dead first_failure
+
+# --- a rank killed by a signal: 128 + the signal's number
+run signal -n 2 bash -c '[ "$LCIRUN_RANK" = 1 ] && kill -SEGV $$; exec sleep 60'
+expect_status signal 139
+expect_line signal err "lcirun: rank 1 was killed by SIGSEGV"
+
+# --- the timeout: 124, naming the ranks still running (rank 1 has 3 s to
+# start and exit even on a loaded machine)
+run timeout -n 3 --timeout 3 bash -c '
+  echo $$ > "'"$work"'/timeout.pid.$LCIRUN_RANK"
+  [ "$LCIRUN_RANK" = 1 ] && exit 0
+  exec sleep 60'
+expect_status timeout 124
+expect_line timeout err "lcirun: timeout after 3 s; ranks still running: 0 2"
+expect_all_dead timeout
+
+# --- output: one prefix per line, stdout and stderr kept apart, an
+# unterminated last line still forwarded
+run output -n 2 bash -c 'echo "out $LCIRUN_RANK"; echo "err $LCIRUN_RANK" >&2
+  printf "tail $LCIRUN_RANK"'
+expect_status output 0
+expect_line output out "[0] out 0"
+expect_line output out "[1] out 1"
+expect_line output out "[1] tail 1"
+expect_line output err "[0] err 0"
+grep -q "err" "$work/output.out" && fail "output: stderr lines on stdout"
+
+# --- the environment each rank gets
+run environment -n 2 bash -c 'echo "$LCIRUN_RANK/$LCIRUN_SIZE $LCIRUN_ADDR ${#LCIRUN_JOB}"'
+expect_status environment 0
+grep -qE '^\[1\] 1/2 127\.0\.0\.1:[0-9]+ 16$' "$work/environment.out" ||
+  fail "environment: rank 1's LCIRUN_* variables are not as documented"
+
+# --- errors a rank's bootstrap receives from the launcher
+run wrong_job -n 1 env LCIRUN_JOB=wrong "$check"
+expect_status wrong_job 1
+expect_line wrong_job err "wrong job token"
+
+run rank_gone -n 2 bash -c '[ "$LCIRUN_RANK" = 1 ] && exit 0; exec "$0"' "$check"
+expect_status rank_gone 1
+expect_line rank_gone err "rank 1 exited with code 0 before entering fence"
+
+# --- success, usage errors, a program that cannot start
+run success -n 3 true
+expect_status success 0
+run no_program -n 2
+expect_status no_program 2
+run zero_ranks -n 0 true
+expect_status zero_ranks 2
+run missing_program -n 2 "$work/no-such-program"
+expect_status missing_program 127
+expect_line missing_program err "lcirun: cannot start"
+
+if [ "$failures" -ne 0 ]; then
+  echo "$failures check(s) failed"
+  exit 1
+fi
+echo "all lcirun checks passed"
