@@ -45,7 +45,8 @@ detail::post_args_t resolve(direction_t direction, int rank, void* local_buffer,
       options.packet_pool.p_impl != args.device->packet_pool()) {
     throw std::invalid_argument("packet_pool: not the packet pool of the device");
   }
-  args.matching_engine = &detail::resolve_matching_engine(runtime, options.matching_engine);
+  // Only sends and receives match (AMs and RMA name no engine): the
+  // callers that need one resolve it with matching_engine_of().
   args.comp = detail::resolve_comp(local_comp);
   args.comp_semantic = options.comp_semantic;
   if (!options.mr.is_empty()) {
@@ -69,11 +70,17 @@ detail::post_args_t resolve(direction_t direction, int rank, void* local_buffer,
   return args;
 }
 
+detail::matching_engine_impl_t* matching_engine_of(const common_options_t& options) {
+  return &detail::resolve_matching_engine(detail::resolve_runtime(options.runtime),
+                                          options.matching_engine);
+}
+
 // post_send / post_recv.
 status_t post_matched(direction_t direction, int rank, void* local_buffer, std::size_t size,
                       tag_t tag, comp_t local_comp, matching_policy_t matching_policy,
                       const common_options_t& options) {
   detail::post_args_t args = resolve(direction, rank, local_buffer, size, local_comp, options);
+  args.matching_engine = matching_engine_of(options);
   args.tag = tag;
   args.matching_policy = matching_policy;
   return detail::post_comm(args);
@@ -105,10 +112,11 @@ status_t post_comm_x::call_impl(direction_t direction, int rank, void* local_buf
                                 rcomp_t remote_comp, void* user_context,
                                 matching_policy_t matching_policy, bool allow_done,
                                 bool allow_posted, bool allow_retry, runtime_t runtime) const {
-  detail::post_args_t args = resolve(
-      direction, rank, local_buffer, size, local_comp,
-      {device, endpoint, packet_pool, matching_engine, comp_semantic, mr, user_context, allow_done,
-       allow_posted, allow_retry, runtime});
+  const common_options_t options{device,       endpoint,   packet_pool,  matching_engine,
+                                 comp_semantic, mr,         user_context, allow_done,
+                                 allow_posted, allow_retry, runtime};
+  detail::post_args_t args = resolve(direction, rank, local_buffer, size, local_comp, options);
+  if (rmr.is_empty() && remote_comp == 0) args.matching_engine = matching_engine_of(options);
   args.remote_disp = remote_disp;
   args.rmr = rmr;
   args.tag = tag;
