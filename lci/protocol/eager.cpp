@@ -10,6 +10,7 @@
 #include "lci/runtime/allocator.hpp"
 #include "lci/runtime/device_impl.hpp"
 #include "lci/runtime/runtime_impl.hpp"
+#include "lci/util/mutation.hpp"
 
 namespace lci::detail {
 
@@ -53,11 +54,6 @@ protocol::msg_fields_t fields_of_post(const post_args_t& args, bool is_am) {
                           std::to_string(rank) + " (tag " + std::to_string(tag) +
                           ") was truncated to its receive's " + std::to_string(capacity) +
                           " bytes");
-}
-
-matching_entry_key_t key_of(matching_engine_impl_t& engine, int rank, tag_t tag,
-                            matching_policy_t policy) {
-  return engine.table.make_key(rank, tag, policy);
 }
 
 }  // namespace
@@ -133,6 +129,14 @@ status_t post_send_or_am(const post_args_t& args, bool is_am) {
   return finish_at_once(args, status_of(args));
 }
 
+matching_entry_key_t matching_key(matching_engine_impl_t& engine, int rank, tag_t tag,
+                                  matching_policy_t policy) {
+  // The broken variant "matching_key_ignores_source" (tests only) leaves the
+  // source out of every key, so a receive may take a message from any rank.
+  return engine.table.make_key(util::mutated("matching_key_ignores_source") ? 0 : rank, tag,
+                               policy);
+}
+
 status_t post_recv_matched(const post_args_t& args) {
   if (args.rank == ANY_SOURCE && (args.matching_policy == matching_policy_t::rank_only ||
                                   args.matching_policy == matching_policy_t::rank_tag)) {
@@ -147,7 +151,8 @@ status_t post_recv_matched(const post_args_t& args) {
         "policy)");
   }
   matching_engine_impl_t& engine = *args.matching_engine;
-  const matching_entry_key_t key = key_of(engine, args.rank, args.tag, args.matching_policy);
+  const matching_entry_key_t key =
+      matching_key(engine, args.rank, args.tag, args.matching_policy);
   request_t* request = new_request(args, request_kind_t::recv);
   request->capacity = args.size;
   const matching::insert_result_t result =
@@ -260,7 +265,8 @@ void handle_eager(device_impl_t& device, const backend::net_status_t& net_status
   message->size = size;
   message->packet = net_status.buffer;
   message->data = data;
-  const matching_entry_key_t key = key_of(*engine, net_status.rank, fields.tag, fields.policy);
+  const matching_entry_key_t key =
+      matching_key(*engine, net_status.rank, fields.tag, fields.policy);
   insert_unexpected(device, *engine, key, message);
 }
 

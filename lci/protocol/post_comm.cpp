@@ -46,7 +46,7 @@ void check_args(const post_args_t& args) {
 status_t post_comm(const post_args_t& args) {
   check_args(args);
   const bool has_rmr = !args.rmr.is_empty();
-  auto run = [&args, has_rmr](const post_args_t& a) -> status_t {
+  auto run = [has_rmr](const post_args_t& a) -> status_t {
     if (has_rmr) return a.direction == direction_t::OUT ? post_put(a) : post_get(a);
     if (a.direction == direction_t::IN) return post_recv_matched(a);
     return post_send_or_am(a, a.remote_comp != 0);

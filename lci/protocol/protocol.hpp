@@ -93,6 +93,10 @@ void handle_get_done(device_impl_t& device, request_t* request);
 // caller to complete (!signal). RTS: starts the RTR; returns posted.
 status_t match_receive(device_impl_t& device, request_t* recv, unexpected_t* message,
                        bool signal);
+// The key a receive or an arrived send is matched by (eager and rendezvous
+// alike).
+matching_entry_key_t matching_key(matching_engine_impl_t& engine, int rank, tag_t tag,
+                                  matching_policy_t policy);
 // Stores an arrived send in the matching table, or matches it; queued on the
 // backlog while the table is full.
 void insert_unexpected(device_impl_t& device, matching_engine_impl_t& engine,

@@ -81,7 +81,7 @@ void handle_rts(device_impl_t& device, int rank, const rts_t& rts) {
   message->size = rts.size;
   message->rts = rts;
   const matching_entry_key_t key =
-      engine->table.make_key(rank, rts.tag, static_cast<matching_policy_t>(rts.policy));
+      matching_key(*engine, rank, rts.tag, static_cast<matching_policy_t>(rts.policy));
   insert_unexpected(device, *engine, key, message);
 }
 

@@ -63,6 +63,8 @@ runtime_impl_t::runtime_impl_t(const attr_runtime_t& attr, host_t& host)
 
 runtime_impl_t::~runtime_impl_t() {
   for (auto& device : devices_) device->drain_before_close();
+  // Registrations the user left: closing their devices forgets them.
+  mrs_.clear();
   // Devices first: closing a network device drops its pre-posted receives,
   // whose packets the pools then reclaim.
   devices_.clear();
@@ -75,22 +77,26 @@ runtime_impl_t::~runtime_impl_t() {
 }
 
 template <typename T>
+std::unique_ptr<T> runtime_impl_t::take_live(std::vector<std::unique_ptr<T>>& list, T* item,
+                                             const char* what) {
+  util::spinlock_guard_t guard(resources_lock_);
+  auto it = std::find_if(list.begin(), list.end(),
+                         [item](const std::unique_ptr<T>& p) { return p.get() == item; });
+  if (it == list.end()) {
+    throw std::invalid_argument(std::string(what) +
+                                ": not a live resource of this runtime (freed twice, or "
+                                "allocated by another runtime)");
+  }
+  std::unique_ptr<T> owned = std::move(*it);
+  list.erase(it);
+  return owned;
+}
+
+template <typename T>
 void runtime_impl_t::erase_live(std::vector<std::unique_ptr<T>>& list, T* item,
                                 const char* what) {
-  std::unique_ptr<T> owned;
-  {
-    util::spinlock_guard_t guard(resources_lock_);
-    auto it = std::find_if(list.begin(), list.end(),
-                           [item](const std::unique_ptr<T>& p) { return p.get() == item; });
-    if (it == list.end()) {
-      throw std::invalid_argument(std::string(what) +
-                                  ": not a live resource of this runtime (freed twice, or "
-                                  "allocated by another runtime)");
-    }
-    owned = std::move(*it);
-    list.erase(it);
-  }
   // Destroyed outside the lock: a device's destructor talks to the network.
+  (void)take_live(list, item, what);
 }
 
 net_context_impl_t* runtime_impl_t::alloc_net_context(const attr_net_context_t& attr) {
@@ -238,6 +244,17 @@ comp_impl_t* runtime_impl_t::adopt_comp(std::unique_ptr<comp_impl_t> comp) {
 
 void runtime_impl_t::free_comp(comp_impl_t* comp) {
   erase_live(comps_, comp, "free_comp: comp");
+}
+
+mr_impl_t* runtime_impl_t::adopt_mr(std::unique_ptr<mr_impl_t> mr) {
+  mr_impl_t* raw = mr.get();
+  util::spinlock_guard_t guard(resources_lock_);
+  mrs_.push_back(std::move(mr));
+  return raw;
+}
+
+std::unique_ptr<mr_impl_t> runtime_impl_t::take_mr(mr_impl_t* mr) {
+  return take_live(mrs_, mr, "deregister_memory: mr");
 }
 
 rcomp_t runtime_impl_t::reserve_rcomps(rcomp_t n) {

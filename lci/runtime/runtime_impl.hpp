@@ -68,6 +68,11 @@ class runtime_impl_t {
   void free_matching_engine(matching_engine_impl_t* engine);
   comp_impl_t* adopt_comp(std::unique_ptr<comp_impl_t> comp);
   void free_comp(comp_impl_t* comp);
+  // Memory registrations: the caller deregisters from the network what
+  // take_mr hands back; registrations left at destruction are dropped with
+  // their devices.
+  mr_impl_t* adopt_mr(std::unique_ptr<mr_impl_t> mr);
+  std::unique_ptr<mr_impl_t> take_mr(mr_impl_t* mr);
 
   // The pool whose packet `packet` is; nullptr if none of this runtime's.
   packet_pool_impl_t* packet_pool_owning(const void* packet);
@@ -89,6 +94,8 @@ class runtime_impl_t {
 
  private:
   template <typename T>
+  std::unique_ptr<T> take_live(std::vector<std::unique_ptr<T>>& list, T* item, const char* what);
+  template <typename T>
   void erase_live(std::vector<std::unique_ptr<T>>& list, T* item, const char* what);
 
   const attr_runtime_t attr_;
@@ -103,6 +110,7 @@ class runtime_impl_t {
   std::vector<std::unique_ptr<device_impl_t>> devices_;            // under resources_lock_
   std::vector<std::unique_ptr<packet_pool_impl_t>> packet_pools_;  // under resources_lock_
   std::vector<std::unique_ptr<comp_impl_t>> comps_;                // under resources_lock_
+  std::vector<std::unique_ptr<mr_impl_t>> mrs_;                    // under resources_lock_
   std::vector<std::unique_ptr<matching_engine_impl_t>> matching_engines_;  // under resources_lock_; index = position
   mpmc_array::mpmc_array_t<matching_engine_impl_t*> matching_engine_index_;
   mpmc_array::mpmc_array_t<comp_impl_t*> rcomps_;  // rcomp -> comp; slot 0 unused

@@ -1,6 +1,7 @@
 // The public operations on runtimes, devices, endpoints, packet pools,
 // matching engines and memory registrations (the call_impl of their
 // generated functors).
+#include <memory>
 #include <stdexcept>
 #include <string>
 
@@ -249,16 +250,17 @@ mr_t register_memory_x::call_impl(void* address, std::size_t size, device_t devi
                              std::to_string(size) + " bytes " + std::to_string(attempts_max) +
                              " times (" + error.get_str() + ")");
   }
-  return mr_t(new detail::mr_impl_t(&d, net_mr));
+  return mr_t(rt.adopt_mr(std::make_unique<detail::mr_impl_t>(&d, net_mr)));
 }
 
 void deregister_memory_x::call_impl(mr_t* mr, runtime_t runtime) const {
   if (mr == nullptr || mr->p_impl == nullptr) {
     throw std::invalid_argument("deregister_memory: mr is empty (deregistered twice?)");
   }
-  (void)runtime;
-  mr->p_impl->device->net().deregister_memory(&mr->p_impl->net_mr);
-  delete mr->p_impl;
+  // Taken from the runtime's list first: a copy of a handle deregistered
+  // before is refused there, never dereferenced.
+  std::unique_ptr<detail::mr_impl_t> owned = resolve_runtime(runtime).take_mr(mr->p_impl);
+  owned->device->net().deregister_memory(&owned->net_mr);
   mr->p_impl = nullptr;
 }
 

@@ -1,0 +1,106 @@
+// The runtime test matrix: every communication paradigm x message sizes
+// across the protocol thresholds x completion object x {1, 4} threads x
+// {shared device, device per thread}, on 2 and 4 ranks; each case runs in
+// deterministic mode over seeds and once in concurrent mode (real threads:
+// the ThreadSanitizer build checks it). tests/runtime/workload.hpp says what
+// one case does and checks.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+#include <tuple>
+
+#include "sim/sim_harness_gtest.hpp"
+#include "tests/runtime/workload.hpp"
+
+namespace {
+
+using lci::runtime_test::completion_t;
+using lci::runtime_test::paradigm_t;
+using lci::runtime_test::size_class_t;
+using lci::runtime_test::workload_t;
+
+// (threads, device per thread, ranks, size, completion, paradigm). The
+// paradigm varies fastest: gtest shards take every n-th case, and the
+// costly dimensions (threads, ranks, size) must spread over the shards.
+using matrix_param_t = std::tuple<int, bool, int, size_class_t, completion_t, paradigm_t>;
+
+workload_t workload_of(const matrix_param_t& param) {
+  workload_t workload;
+  workload.threads_count = std::get<0>(param);
+  workload.device_per_thread = std::get<1>(param);
+  workload.size = std::get<3>(param);
+  workload.completion = std::get<4>(param);
+  workload.paradigm = std::get<5>(param);
+  return workload;
+}
+
+int ranks_count_of(const matrix_param_t& param) { return std::get<2>(param); }
+
+#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+#define LCI_MATRIX_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer) || __has_feature(address_sanitizer)
+#define LCI_MATRIX_SANITIZED 1
+#endif
+#endif
+#if defined(LCI_MATRIX_SANITIZED)
+constexpr bool sanitized = true;
+#else
+constexpr bool sanitized = false;
+#endif
+
+// Deterministic seeds per case: the matrix has 2304 cases, so the light ones
+// get a few seeds and the heavy ones (4 ranks x 4 threads of zero-copy
+// messages) one; every case also runs once in concurrent mode. Sanitizer
+// builds, an order of magnitude slower on every byte moved, run one seed:
+// the default build sweeps the seeds, the concurrent run is what
+// ThreadSanitizer is for.
+std::size_t seeds_count_of(const workload_t& workload, int ranks_count) {
+  if (sanitized) return 1;
+  const bool zero_copy = workload.size == size_class_t::k64 || workload.size == size_class_t::m1;
+  const int weight = ranks_count * workload.threads_count * (zero_copy ? 4 : 1);
+  if (weight <= 4) return 3;
+  if (weight <= 16) return 2;
+  return 1;
+}
+
+class ParadigmMatrix : public ::testing::TestWithParam<matrix_param_t> {};
+
+TEST_P(ParadigmMatrix, DeliversEveryByteAndEveryStatus) {
+  const workload_t workload = workload_of(GetParam());
+  const int ranks_count = ranks_count_of(GetParam());
+  lci::sim::sweep_t sweep;
+  sweep.seeds_count = seeds_count_of(workload, ranks_count);
+  sweep.configure = [&workload](lci::sim::run_options_t& options) {
+    options.world.devices_per_rank_max = std::max<std::size_t>(
+        options.world.devices_per_rank_max,
+        static_cast<std::size_t>(lci::runtime_test::devices_per_rank(workload)));
+    options.log = false;  // a failure's report names the seed and the replay line
+  };
+  lci::sim::expect_runs_ok(ranks_count, sweep, [&workload](lci::sim::rank_env_t& env) {
+    lci::runtime_test::run_workload(env, workload);
+  });
+}
+
+std::string case_name(const ::testing::TestParamInfo<matrix_param_t>& info) {
+  return lci::runtime_test::describe(workload_of(info.param)) + "_r" +
+         std::to_string(ranks_count_of(info.param));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    All, ParadigmMatrix,
+    ::testing::Combine(::testing::Values(1, 4), ::testing::Bool(), ::testing::Values(2, 4),
+                       ::testing::Values(size_class_t::zero, size_class_t::eight,
+                                         size_class_t::inject, size_class_t::inject_plus_1,
+                                         size_class_t::bcopy, size_class_t::bcopy_plus_1,
+                                         size_class_t::k64, size_class_t::m1),
+                       ::testing::Values(completion_t::sync, completion_t::cq_lcrq,
+                                         completion_t::cq_array, completion_t::handler,
+                                         completion_t::counter, completion_t::graph),
+                       ::testing::Values(paradigm_t::send_recv, paradigm_t::am, paradigm_t::put,
+                                         paradigm_t::put_signal, paradigm_t::get,
+                                         paradigm_t::get_signal)),
+    case_name);
+
+}  // namespace

@@ -1,0 +1,60 @@
+// Small helpers the runtime tests share: failing a rank with a message,
+// posting until the runtime accepts, and a send/recv round trip that proves
+// a runtime still works (after a misuse, after a peer crashed).
+//
+// Thread safety: as the LCI calls they make (any thread of a rank).
+// Blocking:      post_retrying and round_trip progress until done; in a
+//                simulated rank every progress call is a scheduling point.
+// Ownership:     round_trip allocates and frees its own synchronizers.
+// Allocation:    round_trip: two synchronizers.
+#pragma once
+
+#include <cstring>
+#include <stdexcept>
+#include <string>
+
+#include "lci.hpp"
+
+namespace lci::runtime_test {
+
+// Fails the calling rank (the harness reports the message with the seed).
+inline void require(bool condition, const std::string& message) {
+  if (!condition) throw std::runtime_error(message);
+}
+
+// Runs `post` (a posting call) until it returns done or posted.
+template <typename Post>
+status_t post_retrying(Post&& post) {
+  status_t status;
+  do {
+    status = post();
+    if (status.is_retry()) (void)progress();
+  } while (status.is_retry());
+  return status;
+}
+
+// This rank and `peer` (which calls it too) send each other 64 bytes with
+// `tag` on the global runtime; checks the status and the bytes received.
+inline void round_trip(int peer, tag_t tag) {
+  const int me = get_rank_me();
+  char out[64];
+  char in[64] = {};
+  std::memset(out, 'a' + me, sizeof(out));
+  comp_t recv_sync = alloc_sync();
+  comp_t send_sync = alloc_sync();
+  status_t recv_status = post_retrying([&] { return post_recv(peer, in, sizeof(in), tag, recv_sync); });
+  status_t send_status =
+      post_retrying([&] { return post_send(peer, out, sizeof(out), tag, send_sync); });
+  if (send_status.is_posted()) sync_wait(send_sync, &send_status);
+  if (recv_status.is_posted()) sync_wait(recv_sync, &recv_status);
+  require(recv_status.is_done() && recv_status.rank == peer && recv_status.tag == tag &&
+              recv_status.size == sizeof(in),
+          "round trip with rank " + std::to_string(peer) + ": wrong status");
+  for (char c : in) {
+    require(c == 'a' + peer, "round trip with rank " + std::to_string(peer) + ": wrong data");
+  }
+  free_comp(&recv_sync);
+  free_comp(&send_sync);
+}
+
+}  // namespace lci::runtime_test
