@@ -2,6 +2,7 @@
 
 #include <stdexcept>
 
+#include "lci/runtime/process_host.hpp"
 #include "lci/util/atomic.hpp"
 
 namespace lci::detail {
@@ -16,11 +17,13 @@ void set_host_lookup(host_lookup_fn_t lookup) { g_lookup.store(lookup, util::mo_
 
 host_t& current_host() {
   const host_lookup_fn_t lookup = g_lookup.load(util::mo_acquire);
-  host_t* host = lookup != nullptr ? lookup() : nullptr;
+  // No simulator in this process: the program is a real process.
+  if (lookup == nullptr) return process_host();
+  host_t* host = lookup();
   if (host == nullptr) {
     throw std::runtime_error(
-        "lci: no network for this thread: run the program under the simulator "
-        "(lci::sim::run_ranks or an example's main) or a launcher");
+        "lci: no network for this thread: it is not a rank of the simulator running in "
+        "this process (start it with lci::sim::run_threads from inside a rank)");
   }
   return *host;
 }

@@ -1,6 +1,6 @@
 // host_t: what a runtime needs from the place it runs in — one simulated
-// rank of an in-process world, or (later) a real process started by a
-// launcher. It supplies the network context, the slot holding the rank's
+// rank of an in-process world, or a real process started by a launcher
+// (process_host.hpp). It supplies the network context, the slot holding the rank's
 // default runtime (g_runtime_init / get_g_runtime), and a scheduling point
 // for blocking waits.
 //
@@ -49,8 +49,10 @@ using host_lookup_fn_t = host_t* (*)();
 // nullptr removes the lookup.
 void set_host_lookup(host_lookup_fn_t lookup);
 
-// The calling thread's host. Throws std::runtime_error when there is none
-// (a plain process with no simulator and no launcher).
+// The calling thread's host: the lookup's answer when a lookup is installed
+// (the simulator; a thread outside its ranks gets std::runtime_error), else
+// this process's own host (process_host.hpp), which throws when the build
+// has no real network backend.
 host_t& current_host();
 
 }  // namespace lci::detail

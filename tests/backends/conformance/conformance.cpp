@@ -23,7 +23,17 @@ using backend::net_opcode_t;
 using backend::net_rmr_t;
 using backend::net_status_t;
 
+// The running test's name without its parameter suffix ("PutAndPutImm").
+std::string current_test_name() {
+  const std::string full = ::testing::UnitTest::GetInstance()->current_test_info()->name();
+  return full.substr(0, full.find('/'));
+}
+
 void expect_ok(const backend_case_t& backend_case, int ranks_count, const rank_body_t& body) {
+  if (backend_case.skip_reason) {
+    const std::string reason = backend_case.skip_reason(current_test_name(), ranks_count);
+    if (!reason.empty()) GTEST_SKIP() << reason;
+  }
   const std::string failure = backend_case.run(ranks_count, body);
   EXPECT_TRUE(failure.empty()) << failure;
 }

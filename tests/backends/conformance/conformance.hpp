@@ -41,6 +41,16 @@ class rank_ctx_t {
   virtual void allgather(const void* mine, std::size_t bytes, void* all) = 0;
   // Runs body(0..threads_count-1) concurrently inside this rank; joins them.
   virtual void run_threads(int threads_count, const std::function<void(int)>& body) = 0;
+  // Progress hooks: an endpoint_t registers its poll() while it lives. A
+  // harness whose barrier()/allgather() block (a real process waiting on
+  // its launcher) calls them while it waits, since with manual progress a
+  // peer's get or put to this rank completes only while this rank polls.
+  // Harnesses whose collectives poll anyway (the simulator) ignore them.
+  virtual void add_poller(const void* owner, std::function<void()> poll) {
+    (void)owner;
+    (void)poll;
+  }
+  virtual void remove_poller(const void* owner) { (void)owner; }
 };
 
 using rank_body_t = std::function<void(rank_ctx_t&)>;
@@ -50,6 +60,11 @@ struct backend_case_t {
   // Runs body on ranks_count ranks; returns "" if every rank finished, else
   // the failure report.
   std::function<std::string(int ranks_count, const rank_body_t& body)> run;
+  // Optional: why this backend skips a test ("" or unset: it runs it), asked
+  // with the test's name (e.g. "PutAndPutImm") and rank count before run().
+  // A real-process backend runs only the tests written for as many ranks as
+  // its launcher started; a provider may lack what one test checks.
+  std::function<std::string(const std::string& test_name, int ranks_count)> skip_reason;
 };
 
 inline std::string case_name(const ::testing::TestParamInfo<backend_case_t>& info) {

@@ -47,8 +47,10 @@ class endpoint_t {
     LCI_CONFORM(device_ != nullptr, "alloc_device returned null");
     rank = ctx.context().rank_me();
     ranks = ctx.context().rank_n();
+    ctx_.add_poller(this, [this] { poll(); });
   }
   ~endpoint_t() {
+    ctx_.remove_poller(this);
     for (backend::net_mr_t& mr : mrs_) device_->deregister_memory(&mr);
   }
 

@@ -1,0 +1,773 @@
+#include "backends/ofi/ofi_device.hpp"
+
+#include <rdma/fabric.h>
+#include <rdma/fi_cm.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_errno.h>
+#include <rdma/fi_rma.h>
+#include <rdma/fi_tagged.h>
+#include <sys/uio.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <limits>
+#include <stdexcept>
+#include <string>
+
+#include "backends/ofi/detail/ofi_check.hpp"
+#include "lci/util/assert.hpp"
+#include "lci/util/try_lock.hpp"
+
+namespace lci::backends::ofi {
+
+using backend::net_device_attr_t;
+using backend::net_fault_t;
+using backend::net_imm_data_t;
+using backend::net_mr_t;
+using backend::net_opcode_t;
+using backend::net_rmr_t;
+using backend::net_status_t;
+using detail::check_fi;
+using detail::describe_fi_error;
+
+namespace {
+
+// A put-with-immediate's 64-bit CQ data (remote write, or notice): imm in
+// bits 0-31, the length in bits 32-63. So no transfer may exceed 32 bits.
+constexpr std::size_t msg_size_cap = std::numeric_limits<std::uint32_t>::max();
+// Injected messages land in the runtime's packets (8 KiB by default); half
+// of that leaves room for its headers, and copies beyond a few KiB gain
+// nothing over a zero-copy send.
+constexpr std::size_t inject_size_cap = 4096;
+// CQ entries read per fi_cq_readfrom call, and calls per poll_comp: bounds
+// the time one poll holds the endpoint lock.
+constexpr std::size_t cq_batch_max = 16;
+constexpr std::size_t cq_reads_max = 8;
+// The tag of every notice (the only tagged messages this backend sends).
+constexpr std::uint64_t notice_tag = 0x4C4349;  // "LCI"
+// Times an RMA whose connection broke is posted again (may_repost), and the
+// first wait before it is (doubled each time). ofi_rxm notices a broken
+// connection only in its connection-management progress, which its CQ reads
+// run every 10 ms (FI_OFI_RXM_CM_PROGRESS_INTERVAL): posted sooner, the
+// operation fails on the old connection again.
+constexpr std::uint8_t connection_reposts_max = 5;
+constexpr std::uint64_t repost_delay_ns = 20'000'000;
+
+// The largest endpoint name this backend publishes (the bootstrap's limit).
+constexpr std::size_t name_size_max = 1024;
+
+std::uint64_t put_imm_data(std::size_t size, net_imm_data_t imm_data) {
+  return static_cast<std::uint64_t>(size) << 32 | imm_data;
+}
+std::size_t put_imm_length(std::uint64_t data) { return static_cast<std::size_t>(data >> 32); }
+
+std::uint64_t steady_now_ns() {
+  return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                        std::chrono::steady_clock::now().time_since_epoch())
+                                        .count());
+}
+
+std::size_t pick(std::size_t requested, std::size_t fallback) {
+  return requested != 0 ? requested : fallback;
+}
+
+// notices: the device's own notice receives (0 with native put-with-immediate).
+net_device_attr_t resolve_attr(const fi_info* info, const net_device_attr_t& requested,
+                               std::size_t notices) {
+  net_device_attr_t attr;
+  attr.max_msg_size = std::min({pick(requested.max_msg_size, msg_size_cap),
+                                info->ep_attr->max_msg_size, msg_size_cap});
+  attr.inject_size_max = std::min({pick(requested.inject_size_max, inject_size_cap),
+                                   info->tx_attr->inject_size, inject_size_cap});
+  // The length travels in the upper 32 bits of the CQ data.
+  attr.supports_put_imm = info->domain_attr->cq_data_size >= sizeof(std::uint64_t);
+  attr.net_max_sends =
+      std::min(pick(requested.net_max_sends, net_max_sends_default), info->tx_attr->size);
+  attr.net_max_recvs =
+      std::min(pick(requested.net_max_recvs, net_max_recvs_default), info->rx_attr->size);
+  // Every operation in flight may complete at once: the CQ holds them all.
+  attr.net_max_cqes = std::max(pick(requested.net_max_cqes, net_max_cqes_default),
+                               attr.net_max_sends + attr.net_max_recvs + notices);
+  return attr;
+}
+
+// Errors that mean the peer's process or the connection to it is gone.
+bool is_connection_error(int code) {
+  switch (code) {
+    case FI_ECONNRESET:
+    case FI_ECONNREFUSED:
+    case FI_ECONNABORTED:
+    case FI_ENOTCONN:
+    case EPIPE:
+    case FI_ESHUTDOWN:
+    case FI_ETIMEDOUT:
+    case FI_EHOSTUNREACH:
+    case FI_ENETUNREACH:
+    case FI_ENETDOWN:
+      return true;
+    default:
+      return false;
+  }
+}
+
+void* mr_desc(net_mr_t mr) {
+  return mr.is_empty() ? nullptr : fi_mr_desc(static_cast<fid_mr*>(mr.opaque));
+}
+
+// fi_close for teardown: reports on stderr, never throws.
+void close_quietly(fid* object, const char* what) {
+  if (object == nullptr) return;
+  const int rc = fi_close(object);
+  if (rc != 0) {
+    std::fprintf(stderr, "lci ofi: closing the %s: %s\n", what,
+                 describe_fi_error("fi_close", rc).c_str());
+  }
+}
+
+}  // namespace
+
+static_assert(alignof(ofi_device_t) >= util::cache_line_bytes,
+              "the endpoint lock and the key counter need lines of their own");
+
+struct ofi_device_t::rma_args_t {
+  net_opcode_t opcode;  // write or read
+  int rank;
+  void* local;
+  std::size_t size;
+  net_mr_t mr;
+  std::uint64_t offset;
+  net_rmr_t rmr;
+  bool with_imm;
+  net_imm_data_t imm_data;
+  void* user_context;
+  bool silent;
+};
+
+ofi_device_t::ofi_device_t(const fi_info* info, fid_fabric* fabric, const peer_table_t& peers,
+                           int rank_me, bool native_put_imm,
+                           const net_device_attr_t& requested)
+    : peers_(peers),
+      rank_me_(rank_me),
+      rank_n_(peers.rank_n()),
+      native_put_imm_(native_put_imm),
+      attr_(resolve_attr(info, requested, native_put_imm ? 0 : notices_max)),
+      ops_(attr_.net_max_sends, attr_.net_max_recvs, native_put_imm ? 0 : notices_max),
+      dead_(peers.rank_n(), 0),
+      checked_(peers.rank_n(), 0) {
+  LCI_ASSERT(rank_me >= 0 && rank_me < rank_n_, "rank_me outside the job");
+  LCI_ASSERT(attr_.net_max_sends > 0 && attr_.net_max_recvs > 0, "provider queues are empty");
+  const int mr_mode = info->domain_attr->mr_mode;
+  virt_addr_ = (mr_mode & FI_MR_VIRT_ADDR) != 0;
+  provider_keys_ = (mr_mode & FI_MR_PROV_KEY) != 0;
+  bind_mr_ = (mr_mode & FI_MR_ENDPOINT) != 0;
+  // libfabric takes fi_info* without const but only reads it.
+  fi_info* mutable_info = const_cast<fi_info*>(info);
+  try {
+    check_fi("fi_domain", fi_domain(fabric, mutable_info, &domain_, nullptr));
+    fi_cq_attr cq_attr{};
+    cq_attr.size = attr_.net_max_cqes;
+    cq_attr.format = FI_CQ_FORMAT_DATA;
+    cq_attr.wait_obj = FI_WAIT_NONE;
+    check_fi("fi_cq_open", fi_cq_open(domain_, &cq_attr, &cq_, nullptr));
+    fi_av_attr av_attr{};
+    av_attr.type = FI_AV_TABLE;
+    av_attr.count = static_cast<std::size_t>(rank_n_);
+    check_fi("fi_av_open", fi_av_open(domain_, &av_attr, &av_, nullptr));
+    check_fi("fi_endpoint", fi_endpoint(domain_, mutable_info, &ep_, nullptr));
+    check_fi("fi_ep_bind(cq)", fi_ep_bind(ep_, &cq_->fid, FI_TRANSMIT | FI_RECV));
+    check_fi("fi_ep_bind(av)", fi_ep_bind(ep_, &av_->fid, 0));
+    check_fi("fi_enable", fi_enable(ep_));
+    name_.resize(name_size_max);
+    std::size_t name_size = name_.size();
+    check_fi("fi_getname", fi_getname(&ep_->fid, name_.data(), &name_size));
+    name_.resize(name_size);
+    util::spinlock_guard_t guard(lock_);
+    for (std::size_t i = 0; i < ops_.capacity(op_pool_t::notice); ++i) {
+      op_t* op = ops_.alloc(op_pool_t::notice);
+      op->opcode = net_opcode_t::remote_write;
+      post_notice_recv_locked(op);
+    }
+  } catch (...) {
+    close_quietly(ep_ != nullptr ? &ep_->fid : nullptr, "endpoint");
+    close_quietly(cq_ != nullptr ? &cq_->fid : nullptr, "completion queue");
+    close_quietly(av_ != nullptr ? &av_->fid : nullptr, "address vector");
+    close_quietly(domain_ != nullptr ? &domain_->fid : nullptr, "domain");
+    throw;
+  }
+}
+
+ofi_device_t::~ofi_device_t() {
+  // The endpoint first: it references the CQ and AV, and closing it drops
+  // the posted receives.
+  close_quietly(&ep_->fid, "endpoint");
+  close_quietly(&cq_->fid, "completion queue");
+  close_quietly(&av_->fid, "address vector");
+  // relaxed: a count; the owner orders its deregistrations before this
+  // destruction (the contract forbids calls that overlap it).
+  const std::int64_t live = registrations_count_.load(util::mo_relaxed);
+  if (live != 0) {
+    std::fprintf(stderr,
+                 "lci ofi: a device was destroyed with %lld memory registrations still live; "
+                 "its domain stays open (deregister memory before freeing its device)\n",
+                 static_cast<long long>(live));
+    return;
+  }
+  close_quietly(&domain_->fid, "domain");
+}
+
+void ofi_device_t::insert_peers(const std::vector<std::vector<char>>& names) {
+  LCI_ASSERT(names.size() == static_cast<std::size_t>(rank_n_), "one name per rank");
+  for (int rank = 0; rank < rank_n_; ++rank) {
+    fi_addr_t address = FI_ADDR_NOTAVAIL;
+    const int inserted = fi_av_insert(av_, names[rank].data(), 1, &address, 0, nullptr);
+    if (inserted != 1) {
+      throw std::runtime_error("lci ofi: " + describe_fi_error("fi_av_insert", inserted) +
+                               " for the address of rank " + std::to_string(rank));
+    }
+    // FI_AV_TABLE hands out consecutive indices from 0: the rank itself.
+    LCI_ASSERT(address == static_cast<fi_addr_t>(rank), "AV index differs from the rank");
+  }
+}
+
+void ofi_device_t::check_target(const char* op, int rank, const void* buffer, std::size_t size,
+                                std::size_t size_max) const {
+  if (rank < 0 || rank >= rank_n_) {
+    throw std::invalid_argument(std::string(op) + ": rank " + std::to_string(rank) +
+                                " is not in [0, " + std::to_string(rank_n_) + ")");
+  }
+  if (size > size_max) {
+    throw std::invalid_argument(std::string(op) + ": size " + std::to_string(size) +
+                                " exceeds the limit " + std::to_string(size_max));
+  }
+  if (buffer == nullptr && size > 0) {
+    throw std::invalid_argument(std::string(op) + ": buffer is null for size " +
+                                std::to_string(size));
+  }
+}
+
+std::uint64_t ofi_device_t::remote_address(net_rmr_t rmr, std::uint64_t offset) const {
+  // FI_MR_VIRT_ADDR: the target's virtual address; otherwise an offset from
+  // the start of the region (rmr.base always is that start).
+  return virt_addr_ ? rmr.base + offset : offset;
+}
+
+// ---- posting ----
+
+void ofi_device_t::fail_locked(op_t* op, net_fault_t fault) {
+  LCI_ASSERT(op->state == op_state_t::taken, "only an op not yet posted fails here");
+  op->fault = fault;
+  op->state = op_state_t::failed;
+  ops_.push_failed(op);
+}
+
+error_t ofi_device_t::finish_post_locked(op_t* op, long rc, const char* call) {
+  const error_t accepted =
+      op->opcode == net_opcode_t::recv || op->silent ? errorcode_t::done : errorcode_t::posted;
+  if (rc == 0) {
+    op->state = op_state_t::posted;
+    return accepted;
+  }
+  const int rank = op->rank;
+  if (rc == -FI_EAGAIN) {
+    ops_.release(op);
+    // One progress call (count 0 moves nothing): a provider that needs
+    // progress to free queue room, or to finish connecting, gets it even if
+    // the caller only retries.
+    fi_cq_data_entry unused;
+    (void)fi_cq_read(cq_, &unused, 0);
+    note_idle_locked(rank);
+    return errorcode_t::retry_nomem;
+  }
+  if (is_connection_error(static_cast<int>(-rc))) {
+    fail_locked(op, net_fault_t::peer_crashed);
+    return accepted;
+  }
+  ops_.release(op);
+  throw std::runtime_error("lci ofi: " + describe_fi_error(call, rc) + " (rank " +
+                           std::to_string(rank) + ")");
+}
+
+error_t ofi_device_t::post_recv(void* buffer, std::size_t size, net_mr_t mr,
+                                void* user_context) {
+  if (buffer == nullptr && size > 0) throw std::invalid_argument("post_recv: buffer is null");
+  util::try_lock_guard_t guard(lock_);
+  if (!guard.owns_lock()) return errorcode_t::retry_lock;
+  op_t* op = ops_.alloc(op_pool_t::recv);
+  if (op == nullptr) return errorcode_t::retry_nomem;
+  op->opcode = net_opcode_t::recv;
+  op->buffer = buffer;
+  op->length = size;
+  op->user_context = user_context;
+  const long rc = fi_recv(ep_, buffer, size, mr_desc(mr), FI_ADDR_UNSPEC, &op->fi_context);
+  return finish_post_locked(op, rc, "fi_recv");
+}
+
+error_t ofi_device_t::post_message(int rank, const void* buffer, std::size_t size, net_mr_t mr,
+                                   net_imm_data_t imm_data, void* user_context, bool silent) {
+  util::try_lock_guard_t guard(lock_);
+  if (!guard.owns_lock()) return errorcode_t::retry_lock;
+  op_t* op = ops_.alloc(op_pool_t::send);
+  if (op == nullptr) return errorcode_t::retry_nomem;
+  op->opcode = net_opcode_t::send;
+  op->rank = rank;
+  op->length = size;
+  op->user_context = user_context;
+  op->silent = silent;
+  if (dead_[rank] != 0) {
+    fail_locked(op, net_fault_t::peer_crashed);
+    return silent ? errorcode_t::done : errorcode_t::posted;
+  }
+  iovec iov{const_cast<void*>(buffer), size};  // libfabric only reads it
+  void* desc = mr_desc(mr);
+  fi_msg msg{};
+  msg.msg_iov = &iov;
+  msg.desc = &desc;
+  msg.iov_count = 1;
+  msg.addr = static_cast<fi_addr_t>(rank);
+  msg.context = &op->fi_context;
+  msg.data = imm_data;
+  const std::uint64_t flags = FI_COMPLETION | FI_REMOTE_CQ_DATA | (silent ? FI_INJECT : 0);
+  return finish_post_locked(op, fi_sendmsg(ep_, &msg, flags), "fi_sendmsg");
+}
+
+error_t ofi_device_t::post_rma(const rma_args_t& args) {
+  const bool write = args.opcode == net_opcode_t::write;
+  util::try_lock_guard_t guard(lock_);
+  if (!guard.owns_lock()) return errorcode_t::retry_lock;
+  op_t* op = ops_.alloc(op_pool_t::send);
+  if (op == nullptr) return errorcode_t::retry_nomem;
+  op->opcode = args.opcode;
+  op->rank = args.rank;
+  op->length = args.size;
+  op->user_context = args.user_context;
+  op->silent = args.silent;
+  op->remote_address = args.rmr.base + args.offset;
+  if (dead_[args.rank] != 0) {
+    fail_locked(op, net_fault_t::peer_crashed);
+    return args.silent ? errorcode_t::done : errorcode_t::posted;
+  }
+  op->buffer = args.local;
+  op->desc = mr_desc(args.mr);
+  op->rma_address = remote_address(args.rmr, args.offset);
+  op->rkey = args.rmr.rkey;
+  op->flags = FI_COMPLETION;
+  if (args.with_imm && native_put_imm_) {
+    op->cq_data = put_imm_data(args.size, args.imm_data);
+    op->flags |= FI_REMOTE_CQ_DATA;
+  } else if (args.with_imm) {
+    op->notice_data = put_imm_data(args.size, args.imm_data);
+  }
+  if (args.silent) op->flags |= FI_INJECT;
+  // Delivery complete: see "Faults" in ofi_device.hpp.
+  if (write) op->flags |= FI_DELIVERY_COMPLETE;
+  return finish_post_locked(op, issue_rma_locked(op), write ? "fi_writemsg" : "fi_readmsg");
+}
+
+long ofi_device_t::issue_rma_locked(op_t* op) {
+  iovec iov{op->buffer, op->length};
+  fi_rma_iov remote{op->rma_address, op->length, op->rkey};
+  fi_msg_rma msg{};
+  msg.msg_iov = &iov;
+  msg.desc = &op->desc;
+  msg.iov_count = 1;
+  msg.addr = static_cast<fi_addr_t>(op->rank);
+  msg.rma_iov = &remote;
+  msg.rma_iov_count = 1;
+  msg.context = &op->fi_context;
+  msg.data = op->cq_data;
+  if (op->opcode == net_opcode_t::read) return fi_readmsg(ep_, &msg, op->flags);
+  return fi_writemsg(ep_, &msg, op->flags);
+}
+
+void ofi_device_t::repost_rma_locked(op_t* op) {
+  const long rc = issue_rma_locked(op);
+  if (rc == 0) {
+    op->state = op_state_t::posted;
+  } else if (rc == -FI_EAGAIN) {
+    ops_.push_deferred(op);
+  } else {
+    fail_locked(op, net_fault_t::peer_crashed);
+  }
+}
+
+error_t ofi_device_t::post_sends(int rank, const void* buffer, std::size_t size,
+                                 net_imm_data_t imm_data) {
+  check_target("post_sends", rank, buffer, size, attr_.inject_size_max);
+  return post_message(rank, buffer, size, net_mr_t{}, imm_data, nullptr, true);
+}
+
+error_t ofi_device_t::post_send(int rank, const void* buffer, std::size_t size, net_mr_t mr,
+                                net_imm_data_t imm_data, void* user_context) {
+  check_target("post_send", rank, buffer, size, attr_.max_msg_size);
+  return post_message(rank, buffer, size, mr, imm_data, user_context, false);
+}
+
+error_t ofi_device_t::post_puts(int rank, const void* buffer, std::size_t size,
+                                std::uint64_t offset, net_rmr_t rmr) {
+  check_target("post_puts", rank, buffer, size, attr_.inject_size_max);
+  return post_rma({net_opcode_t::write, rank, const_cast<void*>(buffer), size,
+                   net_mr_t{}, offset, rmr, false, 0, nullptr, true});
+}
+
+error_t ofi_device_t::post_put(int rank, const void* buffer, std::size_t size, net_mr_t mr,
+                               std::uint64_t offset, net_rmr_t rmr, void* user_context) {
+  check_target("post_put", rank, buffer, size, attr_.max_msg_size);
+  return post_rma({net_opcode_t::write, rank, const_cast<void*>(buffer), size, mr,
+                   offset, rmr, false, 0, user_context, false});
+}
+
+error_t ofi_device_t::post_putImms(int rank, const void* buffer, std::size_t size,
+                                   std::uint64_t offset, net_rmr_t rmr,
+                                   net_imm_data_t imm_data) {
+  check_target("post_putImms", rank, buffer, size, attr_.inject_size_max);
+  if (!attr_.supports_put_imm) {
+    throw std::logic_error("post_putImms: this provider has no 8-byte remote CQ data "
+                           "(supports_put_imm is false)");
+  }
+  return post_rma({net_opcode_t::write, rank, const_cast<void*>(buffer), size,
+                   net_mr_t{}, offset, rmr, true, imm_data, nullptr, true});
+}
+
+error_t ofi_device_t::post_putImm(int rank, const void* buffer, std::size_t size, net_mr_t mr,
+                                  std::uint64_t offset, net_rmr_t rmr, net_imm_data_t imm_data,
+                                  void* user_context) {
+  check_target("post_putImm", rank, buffer, size, attr_.max_msg_size);
+  if (!attr_.supports_put_imm) {
+    throw std::logic_error("post_putImm: this provider has no 8-byte remote CQ data "
+                           "(supports_put_imm is false)");
+  }
+  return post_rma({net_opcode_t::write, rank, const_cast<void*>(buffer), size,
+                   mr, offset, rmr, true, imm_data, user_context, false});
+}
+
+error_t ofi_device_t::post_get(int rank, void* buffer, std::size_t size, net_mr_t mr,
+                               std::uint64_t offset, net_rmr_t rmr, void* user_context) {
+  check_target("post_get", rank, buffer, size, attr_.max_msg_size);
+  return post_rma({net_opcode_t::read, rank, buffer, size, mr, offset, rmr, false,
+                   0, user_context, false});
+}
+
+// ---- completions ----
+
+std::size_t ofi_device_t::poll_comp(net_status_t* statuses, std::size_t statuses_max) {
+  if (statuses_max == 0) return 0;
+  LCI_ASSERT(statuses != nullptr, "poll_comp: statuses is null");
+  util::try_lock_guard_t guard(lock_);
+  if (!guard.owns_lock()) return 0;
+  retry_deferred_locked();
+  std::size_t count = report_failed_locked(statuses, statuses_max);
+  bool stop = false;
+  for (std::size_t reads = 0; reads < cq_reads_max && count < statuses_max && !stop; ++reads) {
+    count += read_cq_locked(statuses + count, statuses_max - count, count > 0, &stop);
+  }
+  LCI_ASSERT(count <= statuses_max, "poll_comp overfilled its array");
+  // Counted, not reset by completions: a dead peer must be found even while
+  // other peers keep this device busy.
+  if (count == 0) note_idle_locked(-1);
+  return count;
+}
+
+std::size_t ofi_device_t::report_failed_locked(net_status_t* statuses,
+                                               std::size_t statuses_max) {
+  std::size_t count = 0;
+  while (count < statuses_max && ops_.has_failed()) {
+    op_t* op = ops_.pop_failed();
+    net_status_t& status = statuses[count++];
+    status = net_status_t{};
+    status.opcode = op->opcode;
+    status.fault = op->fault;
+    status.rank = op->rank;
+    status.user_context = op->user_context;
+    status.length = op->length;
+    status.fault_address = op->opcode == net_opcode_t::send ? 0 : op->remote_address;
+    if (op->state == op_state_t::abandoned) {
+      // libfabric may still hold it: free only once it gave it back.
+      op->reported = true;
+      if (op->returned) ops_.release(op);
+    } else {
+      ops_.release(op);
+    }
+  }
+  return count;
+}
+
+std::size_t ofi_device_t::read_cq_locked(net_status_t* statuses, std::size_t statuses_max,
+                                         bool has_reported, bool* stop) {
+  fi_cq_data_entry entries[cq_batch_max];
+  fi_addr_t sources[cq_batch_max];
+  const std::size_t wanted = std::min(statuses_max, cq_batch_max);
+  const long read = fi_cq_readfrom(cq_, entries, wanted, sources);
+  if (read == -FI_EAGAIN) {
+    *stop = true;
+    return 0;
+  }
+  if (read == -FI_EAVAIL) {
+    // An error may throw (a failed receive): first hand over what this poll
+    // already has; the error waits in the CQ for the next poll.
+    if (has_reported) {
+      *stop = true;
+      return 0;
+    }
+    return translate_error_locked(statuses) ? 1 : 0;
+  }
+  if (read < 0) throw std::runtime_error("lci ofi: " + describe_fi_error("fi_cq_readfrom", read));
+  LCI_ASSERT(static_cast<std::size_t>(read) <= wanted, "fi_cq_readfrom returned too many");
+  std::size_t count = 0;
+  for (long i = 0; i < read; ++i) {
+    if (translate_locked(&entries[i], sources[i], &statuses[count])) ++count;
+  }
+  if (static_cast<std::size_t>(read) < wanted) *stop = true;  // the CQ is drained
+  return count;
+}
+
+bool ofi_device_t::translate_locked(const void* raw_entry, std::uint64_t source,
+                                    net_status_t* status) {
+  const auto& entry = *static_cast<const fi_cq_data_entry*>(raw_entry);
+  if (entry.op_context == nullptr) {
+    // No operation of ours: the target side of a put-with-immediate, or an
+    // event with nothing to report.
+    const std::uint64_t remote_data = FI_REMOTE_WRITE | FI_REMOTE_CQ_DATA;
+    if ((entry.flags & remote_data) != remote_data) return false;
+    LCI_ASSERT(source < static_cast<std::uint64_t>(rank_n_), "remote write without a source");
+    *status = net_status_t{};
+    status->opcode = net_opcode_t::remote_write;
+    status->rank = static_cast<int>(source);
+    status->length = static_cast<std::size_t>(entry.data >> 32);
+    status->imm_data = static_cast<net_imm_data_t>(entry.data);
+    return true;
+  }
+  op_t* op = ops_.from_context(entry.op_context);
+  if (op->state == op_state_t::abandoned) {
+    op->returned = true;
+    if (op->reported) ops_.release(op);
+    return false;
+  }
+  *status = net_status_t{};
+  status->opcode = op->opcode;
+  status->rank = op->rank;
+  status->user_context = op->user_context;
+  status->length = op->length;
+  const bool report = !op->silent;
+  if (op->opcode == net_opcode_t::recv) {
+    LCI_ASSERT(source < static_cast<std::uint64_t>(rank_n_), "receive without a source");
+    status->rank = static_cast<int>(source);
+    status->buffer = op->buffer;
+    status->length = entry.len;
+    if ((entry.flags & FI_REMOTE_CQ_DATA) != 0) {
+      status->imm_data = static_cast<net_imm_data_t>(entry.data);
+    }
+  } else if (op->opcode == net_opcode_t::remote_write) {
+    // A notice: an emulated put-with-immediate has landed here.
+    LCI_ASSERT(source < static_cast<std::uint64_t>(rank_n_), "notice without a source");
+    LCI_ASSERT((entry.flags & FI_REMOTE_CQ_DATA) != 0, "notice without its data");
+    status->rank = static_cast<int>(source);
+    status->length = put_imm_length(entry.data);
+    status->imm_data = static_cast<net_imm_data_t>(entry.data);
+    op->state = op_state_t::taken;
+    post_notice_recv_locked(op);
+    return true;
+  } else if (op->notice_data != 0 && !op->is_notice) {
+    // The write of an emulated put-with-immediate has landed (delivery
+    // complete): it is done for the caller; now tell the target.
+    op->state = op_state_t::taken;
+    op->is_notice = true;
+    op->silent = true;
+    op->user_context = nullptr;
+    post_notice_locked(op);
+    return report;
+  }
+  ops_.release(op);
+  return report;
+}
+
+void ofi_device_t::post_notice_locked(op_t* op) {
+  LCI_ASSERT(op->is_notice, "not a notice");
+  fi_msg_tagged msg{};
+  msg.iov_count = 0;
+  msg.addr = static_cast<fi_addr_t>(op->rank);
+  msg.tag = notice_tag;
+  msg.context = &op->fi_context;
+  msg.data = op->notice_data;
+  const long rc = fi_tsendmsg(ep_, &msg, FI_COMPLETION | FI_REMOTE_CQ_DATA);
+  if (rc == 0) {
+    op->state = op_state_t::posted;
+  } else if (rc == -FI_EAGAIN) {
+    ops_.push_deferred(op);
+  } else {
+    // The data is in place but the target will never hear of it.
+    fail_locked(op, net_fault_t::peer_crashed);
+  }
+}
+
+void ofi_device_t::post_notice_recv_locked(op_t* op) {
+  LCI_ASSERT(op->opcode == net_opcode_t::remote_write, "not a notice receive");
+  // Notices carry no payload: a zero-byte tagged receive, which no untagged
+  // send can match (and no notice can match the caller's receives).
+  const long rc =
+      fi_trecv(ep_, nullptr, 0, nullptr, FI_ADDR_UNSPEC, notice_tag, 0, &op->fi_context);
+  if (rc == 0) {
+    op->state = op_state_t::posted;
+    return;
+  }
+  if (rc != -FI_EAGAIN) {
+    throw std::runtime_error("lci ofi: posting a notice receive: " +
+                             describe_fi_error("fi_recv", rc));
+  }
+  ops_.push_deferred(op);
+}
+
+void ofi_device_t::retry_deferred_locked() {
+  if (ops_.deferred_count() == 0) return;
+  const std::uint64_t now_ns = steady_now_ns();
+  // Each op once: one that is refused again (or not due) waits for the next
+  // poll.
+  for (std::size_t n = ops_.deferred_count(); n > 0; --n) {
+    op_t* op = ops_.pop_deferred();
+    if (op->opcode == net_opcode_t::remote_write) {
+      post_notice_recv_locked(op);
+    } else if (op->is_notice) {
+      post_notice_locked(op);
+    } else if (op->repost_at_ns > now_ns) {
+      ops_.push_deferred(op);
+    } else {
+      repost_rma_locked(op);
+    }
+  }
+}
+
+bool ofi_device_t::translate_error_locked(net_status_t* status) {
+  fi_cq_err_entry error{};
+  const long rc = fi_cq_readerr(cq_, &error, 0);
+  if (rc == -FI_EAGAIN) return false;
+  if (rc < 0) throw std::runtime_error("lci ofi: " + describe_fi_error("fi_cq_readerr", rc));
+  if (error.op_context == nullptr) return false;  // no operation of ours failed
+  const int code = std::abs(error.err);
+  op_t* op = ops_.from_context(error.op_context);
+  if (op->state == op_state_t::abandoned) {
+    op->returned = true;
+    if (op->reported) ops_.release(op);
+    return false;
+  }
+  if (op->opcode == net_opcode_t::recv) {
+    const std::size_t size = op->length;
+    ops_.release(op);
+    if (code == FI_ECANCELED) return false;  // dropped by the provider; nothing arrived
+    throw std::runtime_error("lci ofi: a receive into a " + std::to_string(size) +
+                             "-byte buffer failed: " +
+                             describe_fi_error("completion", code) +
+                             " (a message longer than the receive buffer is a sender's misuse)");
+  }
+  const bool rma = op->opcode != net_opcode_t::send;
+  if (rma && is_connection_error(code) && may_repost(*op)) {
+    // The connection broke under a peer that is alive: a protection fault
+    // of another operation makes tcp drop it (the faulty one reports
+    // FI_ECANCELED). Post again once it is back; the fault, if any, is
+    // then this operation's own.
+    op->repost_at_ns = steady_now_ns() + (repost_delay_ns << op->reposts);
+    ++op->reposts;
+    op->state = op_state_t::taken;
+    ops_.push_deferred(op);
+    return false;
+  }
+  *status = net_status_t{};
+  status->opcode = op->opcode;
+  status->rank = op->rank;
+  status->user_context = op->user_context;
+  status->length = op->length;
+  status->fault = is_connection_error(code) || !rma ? net_fault_t::peer_crashed
+                                                    : net_fault_t::protection;
+  status->fault_address = rma ? op->remote_address : 0;
+  ops_.release(op);
+  return true;
+}
+
+bool ofi_device_t::may_repost(const op_t& op) const {
+  // Not an inject (the caller's buffer is theirs again), not a notice (the
+  // first may have arrived: a second would be a second remote_write), and a
+  // bounded number of times: a peer on another host cannot be checked.
+  return !op.silent && !op.is_notice && op.reposts < connection_reposts_max &&
+         peers_.is_alive(op.rank);
+}
+
+// ---- dead peers ----
+
+void ofi_device_t::note_idle_locked(int rank) {
+  ++idle_turns_;
+  if (idle_turns_ % peer_check_idle_turns != 0) return;
+  if (rank >= 0 && dead_[rank] == 0 && !peers_.is_alive(rank)) {
+    dead_[rank] = 1;
+    ops_.fail_posted_to(rank, net_fault_t::peer_crashed);
+  }
+  check_peers_locked();
+}
+
+void ofi_device_t::check_peers_locked() {
+  std::fill(checked_.begin(), checked_.end(), 0);
+  ops_.for_each_posted_rank([this](int rank) {
+    if (checked_[rank] != 0 || dead_[rank] != 0) return;
+    checked_[rank] = 1;
+    if (!peers_.is_alive(rank)) dead_[rank] = 1;
+  });
+  for (int rank = 0; rank < rank_n_; ++rank) {
+    if (checked_[rank] != 0 && dead_[rank] != 0) {
+      ops_.fail_posted_to(rank, net_fault_t::peer_crashed);
+    }
+  }
+}
+
+// ---- memory ----
+
+error_t ofi_device_t::register_memory(void* address, std::size_t size, net_mr_t* mr) {
+  if (mr == nullptr) throw std::invalid_argument("register_memory: mr is null");
+  if (address == nullptr || size == 0) {
+    throw std::invalid_argument("register_memory: empty region (address " +
+                                std::to_string(reinterpret_cast<std::uintptr_t>(address)) +
+                                ", size " + std::to_string(size) + ")");
+  }
+  *mr = net_mr_t{};
+  // relaxed: see next_key_.
+  const std::uint64_t key = provider_keys_ ? 0 : next_key_.fetch_add(1, util::mo_relaxed);
+  const std::uint64_t access =
+      FI_SEND | FI_RECV | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE;
+  fid_mr* handle = nullptr;
+  const int rc = fi_mr_reg(domain_, address, size, access, 0, key, 0, &handle, nullptr);
+  if (rc == -FI_ENOMEM || rc == -FI_EAGAIN || rc == -FI_ENOSPC) return errorcode_t::retry_nomem;
+  check_fi("fi_mr_reg", rc);
+  if (bind_mr_) {
+    int bind_rc = fi_mr_bind(handle, &ep_->fid, 0);
+    if (bind_rc == 0) bind_rc = fi_mr_enable(handle);
+    if (bind_rc != 0) {
+      close_quietly(&handle->fid, "memory registration");
+      check_fi("fi_mr_bind/fi_mr_enable", bind_rc);
+    }
+  }
+  mr->base = address;
+  mr->size = size;
+  mr->opaque = handle;
+  registrations_count_.fetch_add(1, util::mo_relaxed);  // relaxed: a count
+  return errorcode_t::done;
+}
+
+void ofi_device_t::deregister_memory(net_mr_t* mr) {
+  if (mr == nullptr || mr->is_empty()) {
+    throw std::invalid_argument("deregister_memory: not a registration");
+  }
+  check_fi("fi_close(mr)", fi_close(&static_cast<fid_mr*>(mr->opaque)->fid));
+  registrations_count_.fetch_sub(1, util::mo_relaxed);  // relaxed: a count
+  *mr = net_mr_t{};
+}
+
+net_rmr_t ofi_device_t::get_rmr(net_mr_t mr) const {
+  if (mr.is_empty()) throw std::invalid_argument("get_rmr: empty mr");
+  net_rmr_t rmr;
+  // Always the region's virtual address (what a program shares); the
+  // posting side turns it into an offset when the provider wants one.
+  rmr.base = reinterpret_cast<std::uintptr_t>(mr.base);
+  rmr.rkey = fi_mr_key(static_cast<fid_mr*>(mr.opaque));
+  return rmr;
+}
+
+}  // namespace lci::backends::ofi

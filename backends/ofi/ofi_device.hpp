@@ -1,0 +1,216 @@
+// ofi_device_t: one LCI network device over libfabric (paper §4.2.4): its
+// own domain, an FI_EP_RDM endpoint, a completion queue (FI_CQ_FORMAT_DATA,
+// read with fi_cq_readfrom so every completion names its peer) and an
+// FI_AV_TABLE address vector holding every rank at fi_addr_t == rank.
+//
+// Mapping of the contract onto libfabric:
+//   post_recv             fi_recv (any source)
+//   post_send / _sends    fi_sendmsg with FI_REMOTE_CQ_DATA = imm; the "s"
+//                         variant adds FI_INJECT (size <= inject_size_max)
+//   post_put / _puts      fi_writemsg, FI_DELIVERY_COMPLETE (+ FI_INJECT)
+//   post_putImm / _putImms  the same with FI_REMOTE_CQ_DATA = length << 32 |
+//                         imm: providers need not report a remote write's
+//                         length (tcp reports 0), so it travels in the data
+//                         (emulated where the source is not reported: below)
+//   post_get              fi_readmsg
+// The "s" variants still pass an op context and ask for a completion: on
+// success it is swallowed (they return done and report nothing), but a fault
+// comes back naming the rank and address, with user_context == nullptr, as
+// the contract requires. FI_DELIVERY_COMPLETE makes a put complete only once
+// the target has accepted it, so a refused key (tcp: the target drops the
+// connection and the put fails) reaches the initiator as a fault.
+//
+// Put-with-immediate: the target's remote_write must name the source rank.
+// fi_cq_readfrom gives it for remote CQ data on shm, but ofi_rxm writes
+// remote-write completions without a source (it reports rank 0). Where the
+// source is not known to be reported (every provider but shm), putImm is
+// emulated: the write (delivery complete) and then, from the poll that sees
+// its completion, a zero-byte "notice" carrying length << 32 | imm as CQ
+// data. A notice is a tagged message (FI_TAGGED): the target device keeps
+// notices_max zero-byte tagged receives of its own posted, and tagged and
+// untagged messages never match each other's receives, so a notice never
+// consumes a receive the caller posted. Its completion names the source
+// (receives do), becomes the remote_write, and the receive is posted again.
+// The initiator's write completion is reported when the write lands, before
+// the notice is sent. (A second endpoint for notices would do the same, but
+// ofi_rxm spends ~0.2 s in each fi_enable.)
+//
+// Thread safety: every method may be called from any thread. Posts and
+//                poll_comp try-lock the endpoint lock (paper §4.2.2: one
+//                try-lock per endpoint, which also covers its CQ); a busy
+//                lock is retry_lock, or 0 completions. Registration runs
+//                outside it: the domain is opened FI_THREAD_SAFE, and it
+//                serialises registrations itself (as the paper notes, with a
+//                mutex; registration is not on the critical path).
+// Blocking:      posts and poll_comp never; register/deregister may wait on
+//                the provider's registration lock.
+// Ownership:     see backends/backend.hpp; a posted buffer belongs to
+//                libfabric until its completion is polled.
+// Allocation:    at construction (op table, libfabric objects); the data
+//                path allocates nothing (providers may, internally).
+// Limits:        net_max_sends send-side operations in flight (sends, puts,
+//                gets, "s" variants until their silent completion, emulated
+//                putImms until their notice completes);
+//                net_max_recvs posted receives; beyond either, retry_nomem.
+//                A post the provider refuses with -FI_EAGAIN is retry_nomem
+//                too (after one progress call on the CQ). max_msg_size <=
+//                2^32 - 1 (the length field of a put-with-immediate).
+// Faults:        CQ errors become completions with `fault` set: connection
+//                errors are peer_crashed, other RMA errors protection. An
+//                RMA (not an "s" variant) whose connection broke while the
+//                peer is alive is posted again, up to 5 times (20 ms, then
+//                twice as long each time), since tcp drops the whole
+//                connection on one protection fault. A peer on this host
+//                whose process has exited is found by pid (checked once
+//                every peer_check_idle_turns polls that find nothing or
+//                posts refused with -FI_EAGAIN): its operations in flight
+//                fail with peer_crashed, and later posts to it fail the same
+//                way at once, so nothing waits forever. shm does not check
+//                remote keys (docs/backends/ofi.md): a bad key there stalls
+//                the endpoint instead of failing.
+//
+// Life cycle:   constructed by ofi_context_t::alloc_device (which fills the
+//               address vector), used, destroyed: the endpoint, CQ, AV and
+//               domain are closed in that order; posted receives are
+//               dropped. Registrations must be deregistered first (else the
+//               domain cannot close: reported on stderr, and it is leaked).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "backends/backend.hpp"
+#include "backends/ofi/ofi_op_table.hpp"
+#include "backends/ofi/ofi_peers.hpp"
+#include "lci/util/atomic.hpp"
+#include "lci/util/cache.hpp"
+#include "lci/util/spinlock.hpp"
+
+struct fi_info;
+struct fid_fabric;
+struct fid_domain;
+struct fid_ep;
+struct fid_cq;
+struct fid_av;
+
+namespace lci::backends::ofi {
+
+// Defaults for fields of the requested attributes left 0.
+inline constexpr std::size_t net_max_sends_default = 256;
+inline constexpr std::size_t net_max_recvs_default = 256;
+inline constexpr std::size_t net_max_cqes_default = 1024;
+// Empty polls (and refused posts) between two liveness checks of the peers
+// with operations in flight.
+inline constexpr std::size_t peer_check_idle_turns = 1024;
+// Tagged receives a device without native put-with-immediate keeps posted
+// for notices (more notices wait in the provider until the device polls).
+inline constexpr std::size_t notices_max = 64;
+
+class ofi_device_t final : public backend::net_device_t {
+ public:
+  // Opens domain, endpoint, CQ and AV and enables the endpoint; the AV
+  // stays empty until insert_peers(). native_put_imm: the provider reports
+  // the source of remote CQ data (see "Put-with-immediate" above);
+  // otherwise it is emulated with notices.
+  ofi_device_t(const fi_info* info, fid_fabric* fabric, const peer_table_t& peers,
+               int rank_me, bool native_put_imm, const backend::net_device_attr_t& requested);
+  ~ofi_device_t() override;
+  ofi_device_t(const ofi_device_t&) = delete;
+  ofi_device_t& operator=(const ofi_device_t&) = delete;
+
+  // This endpoint's libfabric name (fi_getname), to publish to the peers.
+  const std::vector<char>& name() const { return name_; }
+  // Inserts every rank's endpoint name, in rank order; afterwards
+  // fi_addr_t == rank. Called once, before any post.
+  void insert_peers(const std::vector<std::vector<char>>& names);
+
+  const backend::net_device_attr_t& attr() const override { return attr_; }
+
+  [[nodiscard]] error_t post_recv(void* buffer, std::size_t size, backend::net_mr_t mr,
+                                  void* user_context) override;
+  [[nodiscard]] error_t post_sends(int rank, const void* buffer, std::size_t size,
+                                   backend::net_imm_data_t imm_data) override;
+  [[nodiscard]] error_t post_send(int rank, const void* buffer, std::size_t size,
+                                  backend::net_mr_t mr, backend::net_imm_data_t imm_data,
+                                  void* user_context) override;
+  [[nodiscard]] error_t post_puts(int rank, const void* buffer, std::size_t size,
+                                  std::uint64_t offset, backend::net_rmr_t rmr) override;
+  [[nodiscard]] error_t post_put(int rank, const void* buffer, std::size_t size,
+                                 backend::net_mr_t mr, std::uint64_t offset,
+                                 backend::net_rmr_t rmr, void* user_context) override;
+  [[nodiscard]] error_t post_putImms(int rank, const void* buffer, std::size_t size,
+                                     std::uint64_t offset, backend::net_rmr_t rmr,
+                                     backend::net_imm_data_t imm_data) override;
+  [[nodiscard]] error_t post_putImm(int rank, const void* buffer, std::size_t size,
+                                    backend::net_mr_t mr, std::uint64_t offset,
+                                    backend::net_rmr_t rmr, backend::net_imm_data_t imm_data,
+                                    void* user_context) override;
+  [[nodiscard]] error_t post_get(int rank, void* buffer, std::size_t size,
+                                 backend::net_mr_t mr, std::uint64_t offset,
+                                 backend::net_rmr_t rmr, void* user_context) override;
+  std::size_t poll_comp(backend::net_status_t* statuses, std::size_t statuses_max) override;
+  [[nodiscard]] error_t register_memory(void* address, std::size_t size,
+                                        backend::net_mr_t* mr) override;
+  void deregister_memory(backend::net_mr_t* mr) override;
+  backend::net_rmr_t get_rmr(backend::net_mr_t mr) const override;
+
+ private:
+  struct rma_args_t;
+
+  void check_target(const char* op, int rank, const void* buffer, std::size_t size,
+                    std::size_t size_max) const;
+  [[nodiscard]] error_t post_message(int rank, const void* buffer, std::size_t size,
+                                     backend::net_mr_t mr, backend::net_imm_data_t imm_data,
+                                     void* user_context, bool silent);
+  [[nodiscard]] error_t post_rma(const rma_args_t& args);
+  long issue_rma_locked(op_t* op);
+  void repost_rma_locked(op_t* op);
+  bool may_repost(const op_t& op) const;
+  // Under lock_: hands a filled op to libfabric's verdict `rc`.
+  [[nodiscard]] error_t finish_post_locked(op_t* op, long rc, const char* call);
+  void fail_locked(op_t* op, backend::net_fault_t fault);
+  std::size_t report_failed_locked(backend::net_status_t* statuses, std::size_t statuses_max);
+  std::size_t read_cq_locked(backend::net_status_t* statuses, std::size_t statuses_max,
+                             bool has_reported, bool* stop);
+  bool translate_locked(const void* entry, std::uint64_t source, backend::net_status_t* status);
+  void post_notice_locked(op_t* op);
+  void post_notice_recv_locked(op_t* op);
+  void retry_deferred_locked();
+  bool translate_error_locked(backend::net_status_t* status);
+  void note_idle_locked(int rank);
+  void check_peers_locked();
+  std::uint64_t remote_address(backend::net_rmr_t rmr, std::uint64_t offset) const;
+
+  const peer_table_t& peers_;
+  const int rank_me_;
+  const int rank_n_;
+  const bool native_put_imm_;
+  backend::net_device_attr_t attr_;
+  bool virt_addr_ = false;      // mr_mode FI_MR_VIRT_ADDR: RMA addresses are virtual
+  bool provider_keys_ = false;  // mr_mode FI_MR_PROV_KEY
+  bool bind_mr_ = false;        // mr_mode FI_MR_ENDPOINT: bind + enable each mr
+  fid_domain* domain_ = nullptr;
+  fid_ep* ep_ = nullptr;
+  fid_cq* cq_ = nullptr;
+  fid_av* av_ = nullptr;
+  std::vector<char> name_;
+
+  // The endpoint try-lock: every post and poll. Its own cache line: all
+  // posting and polling threads of the device contend on it.
+  alignas(util::cache_line_bytes) util::spinlock_t lock_;
+  op_table_t ops_;                      // under lock_
+  std::vector<unsigned char> dead_;     // under lock_: rank -> found dead
+  std::size_t idle_turns_ = 0;          // under lock_: empty polls + refused posts
+  std::vector<unsigned char> checked_;  // under lock_: scratch of check_peers_locked
+  // Next key for registrations when the application picks keys (no
+  // FI_MR_PROV_KEY); keys are never reused, so a stale key never names a
+  // newer region, and 0 is never one. relaxed: uniqueness needs only
+  // atomicity. Own cache line: written by registering threads, away from
+  // the posting threads' lock.
+  alignas(util::cache_line_bytes) util::atomic<std::uint64_t> next_key_{1};
+  // Live registrations, checked at teardown. relaxed: a count.
+  util::atomic<std::int64_t> registrations_count_{0};
+};
+
+}  // namespace lci::backends::ofi
