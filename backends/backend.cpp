@@ -11,6 +11,7 @@ const char* get_net_opcode_str(net_opcode_t opcode) {
     case net_opcode_t::write: return "write";
     case net_opcode_t::remote_write: return "remote_write";
     case net_opcode_t::read: return "read";
+    case net_opcode_t::peer_down: return "peer_down";
   }
   return "unknown";
 }
@@ -28,6 +29,11 @@ std::string describe_fault(const net_status_t& status) {
                     static_cast<std::uintmax_t>(status.fault_address));
       return line;
     case net_fault_t::peer_crashed:
+      if (status.opcode == net_opcode_t::peer_down) {
+        std::snprintf(line, sizeof(line), "peer rank %d crashed (reported by the network)",
+                      status.rank);
+        return line;
+      }
       std::snprintf(line, sizeof(line),
                     "peer rank %d crashed: %s will never complete", status.rank,
                     get_net_opcode_str(status.opcode));

@@ -26,6 +26,14 @@
 //   value. Faults found by the network after the post (an RMA protection
 //   fault at the target, a crashed peer) come back as a completion whose
 //   `fault` is set; the victim's memory is never touched.
+// - Dead peers are reported on the backend's own, not only through an
+//   operation in flight: once per device and dead rank, poll_comp returns a
+//   completion {opcode = peer_down, fault = peer_crashed, rank = the dead
+//   rank, user_context = nullptr}, even when the device never posted to that
+//   rank (a rank waiting for a message from it must hear of it too). A
+//   backend reports it when it learns of the death (the simulator at once;
+//   ofi when a peer's process is gone or its connection fails), and keeps
+//   failing every operation to that rank with peer_crashed as before.
 //
 // Thread safety: every net_device_t method may be called concurrently from
 //                any threads (backends serialise internally with try-locks).
@@ -57,6 +65,8 @@ enum class net_opcode_t : std::uint8_t {
   write,         // local: a post_put / post_putImm finished
   remote_write,  // target side of a put-with-immediate: data is in place
   read,          // local: a post_get finished; the data is in the buffer
+  peer_down,     // the backend's own report that `rank` died (fault = peer_crashed,
+                 // user_context = nullptr): once per device and dead rank
 };
 
 const char* get_net_opcode_str(net_opcode_t opcode);

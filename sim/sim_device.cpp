@@ -267,11 +267,36 @@ std::size_t sim_device_t::poll_locked(net_status_t* statuses, std::size_t status
   const call_verdict_t verdict = draw_call_faults();
   *crash = verdict == call_verdict_t::crash;
   if (verdict != call_verdict_t::go) return 0;
-  std::size_t limit = std::min(statuses_max, port_->cq_count);
+  const std::size_t reported = report_dead_peers_locked(statuses, statuses_max);
+  std::size_t limit = std::min(statuses_max - reported, port_->cq_count);
   if (limit > 0 && draw(fault_kind_t::cq_pressure)) limit = port_->prng.uniform(limit);
-  for (std::size_t i = 0; i < limit; ++i) statuses[i] = port_->cq_pop();
+  for (std::size_t i = 0; i < limit; ++i) statuses[reported + i] = port_->cq_pop();
   *pump = port_->waiting_head != nullptr;
-  return limit;
+  return reported + limit;
+}
+
+// Under the port lock: a peer_down report for each rank that crashed since
+// the last look (backend.hpp), ahead of the queued completions. Reports take
+// no completion-queue slot: one per rank at most, kept as a bit per rank.
+std::size_t sim_device_t::report_dead_peers_locked(net_status_t* statuses,
+                                                   std::size_t statuses_max) {
+  // A stale count only delays a report to a later poll; is_crashed() (an
+  // acquire load) is what decides.
+  if (world_.crashed_count() == port_->crashes_reported_count) return 0;
+  std::size_t count = 0;
+  for (int rank = 0; rank < world_.ranks_count() && count < statuses_max; ++rank) {
+    const auto index = static_cast<std::size_t>(rank);
+    if (rank == port_->rank || port_->peers_reported[index] || !world_.is_crashed(rank)) continue;
+    port_->peers_reported[index] = true;
+    ++port_->crashes_reported_count;
+    net_status_t& status = statuses[count++];
+    status = net_status_t{};
+    status.opcode = backend::net_opcode_t::peer_down;
+    status.fault = backend::net_fault_t::peer_crashed;
+    status.rank = rank;
+  }
+  LCI_ASSERT(port_->crashes_reported_count <= world_.ranks_count(), "a crash reported twice");
+  return count;
 }
 
 std::size_t sim_device_t::poll_comp(net_status_t* statuses, std::size_t statuses_max) {

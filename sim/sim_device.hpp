@@ -31,7 +31,9 @@
 // Life cycle: alloc_device() -> open; destroying the handle closes the port:
 // posted receives are dropped, registrations revoked; messages that arrive
 // later wait there (reported as leftovers by world_t::describe_leftovers()).
-// A crashed rank's calls throw rank_crashed_t.
+// A crashed rank's calls throw rank_crashed_t; every other rank's devices
+// report it once (a peer_down completion, ahead of the queued ones, taking
+// no completion-queue slot) at their next poll_comp.
 #pragma once
 
 #include <cstddef>
@@ -92,6 +94,7 @@ class sim_device_t final : public backend::net_device_t {
   error_t register_locked(void* address, std::size_t size, backend::net_mr_t* mr);
   std::size_t poll_locked(backend::net_status_t* statuses, std::size_t statuses_max, bool* crash,
                           bool* pump);
+  std::size_t report_dead_peers_locked(backend::net_status_t* statuses, std::size_t statuses_max);
   call_verdict_t draw_call_faults();
   bool draw(fault_kind_t kind);
   void check_target(const char* op, int rank, const void* buffer, std::size_t size,

@@ -83,7 +83,8 @@ std::string describe_world_options(const world_options_t& o) {
 namespace detail {
 
 port_t::port_t(int rank_, std::uint32_t device_index_, const backend::net_device_attr_t& attr_,
-               std::size_t registrations_max, prng_t prng_, bool single_thread)
+               std::size_t registrations_max, prng_t prng_, bool single_thread,
+               int ranks_count)
     : lock(single_thread),
       rank(rank_),
       device_index(device_index_),
@@ -102,6 +103,7 @@ port_t::port_t(int rank_, std::uint32_t device_index_, const backend::net_device
   }
   cq.resize(attr.net_max_cqes);
   registrations.resize(registrations_max);
+  peers_reported.assign(static_cast<std::size_t>(ranks_count), false);
 }
 
 void port_t::waiting_push(packet_t* packet) {
@@ -193,7 +195,8 @@ port_t* world_t::open_port(int rank, std::uint32_t device_index,
                           .fork(stream_port_base + device_index * ranks_count_max +
                                 static_cast<std::uint64_t>(rank));
   auto port = std::make_unique<port_t>(rank, device_index, attr, options_.registrations_max,
-                                       prng, mode() == world_mode_t::deterministic);
+                                       prng, mode() == world_mode_t::deterministic,
+                                       options_.ranks_count);
   {
     util::spinlock_guard_t wire_guard(wires_[device_index].lock);
     auto& packets = wires_[device_index].packets;
@@ -591,6 +594,30 @@ std::string world_t::describe_ranks() const {
   return text;
 }
 
+// Leftovers leave out what only concerns a dead rank: an operation still on
+// its way to one (it will fail at delivery) and a fault naming one that came
+// after the program's last poll (the program learned of the crash already
+// from the peer_down report, or never needed to).
+std::size_t world_t::live_ops_in_flight(const port_t& port) const {
+  std::size_t count = 0;
+  for (const packet_t& packet : port.packets) {
+    const bool free = std::find(port.packets_free.begin(), port.packets_free.end(), &packet) !=
+                      port.packets_free.end();
+    if (!free && !is_crashed(packet.target_rank)) ++count;
+  }
+  return count;
+}
+
+std::size_t world_t::live_completions(const port_t& port) const {
+  std::size_t count = 0;
+  for (std::size_t i = 0; i < port.cq_count; ++i) {
+    std::size_t index = port.cq_head + i;
+    if (index >= port.cq.size()) index -= port.cq.size();
+    if (port.cq[index].fault != net_fault_t::peer_crashed) ++count;
+  }
+  return count;
+}
+
 std::string world_t::describe_leftovers() const {
   std::string text;
   for (int rank = 0; rank < options_.ranks_count; ++rank) {
@@ -599,13 +626,13 @@ std::string world_t::describe_leftovers() const {
       port_t* port = const_cast<world_t*>(this)->find_port(rank, k);
       if (port == nullptr) continue;
       detail::port_guard_t guard(port->lock, detail::port_guard_t::mode_t::wait);
-      if (port->packets_in_flight() == 0 && port->waiting_count == 0 && port->cq_count == 0) {
-        continue;
-      }
+      const std::size_t ops = live_ops_in_flight(*port);
+      const std::size_t completions = live_completions(*port);
+      if (ops == 0 && port->waiting_count == 0 && completions == 0) continue;
       text += "rank " + std::to_string(rank) + " device " + std::to_string(k) + ": " +
-              std::to_string(port->packets_in_flight()) + " ops never completed, " +
+              std::to_string(ops) + " ops never completed, " +
               std::to_string(port->waiting_count) + " messages never received, " +
-              std::to_string(port->cq_count) + " completions never polled\n";
+              std::to_string(completions) + " completions never polled\n";
     }
     for (std::uint32_t k = 0; k < options_.devices_per_rank_max; ++k) {
       port_slot_t& s = slot(rank, k);

@@ -22,7 +22,8 @@
 // Crashes. crash_rank(r) marks r dead: its devices drop their receives, every
 // operation waiting at r and every later one addressed to r completes at its
 // initiator with fault peer_crashed naming r; r's own later backend calls
-// throw rank_crashed_t. Nothing waits on a dead rank, so nothing hangs.
+// throw rank_crashed_t; every other rank's devices report r (peer_down) at
+// their next poll_comp. Nothing waits on a dead rank, so nothing hangs.
 //
 // Thread safety: concurrent mode: every method may run concurrently (a
 //                world-wide spinlock guards the port table and crash state;
@@ -253,7 +254,7 @@ class port_guard_t {
 // `lock` is guarded by it.
 struct port_t {
   port_t(int rank, std::uint32_t device_index, const backend::net_device_attr_t& attr,
-         std::size_t registrations_max, prng_t prng, bool single_thread);
+         std::size_t registrations_max, prng_t prng, bool single_thread, int ranks_count);
 
   port_lock_t lock;
   const int rank;
@@ -273,6 +274,10 @@ struct port_t {
   packet_t* waiting_tail = nullptr;
   std::size_t waiting_count = 0;
   std::vector<registration_t> registrations;  // fixed size
+  // Dead peers this device has reported (peer_down, once each): by rank,
+  // and how many crashes of the world it has looked at.
+  std::vector<bool> peers_reported;
+  int crashes_reported_count = 0;
   prng_t prng;  // this port's draws (delays, faults), under `lock`
 
   std::size_t packets_in_flight() const { return packets.size() - packets_free.size(); }
@@ -369,6 +374,9 @@ class world_t {
   void complete_local(detail::packet_t* packet, const backend::net_status_t& local);
   void release_dropped(detail::packet_t* packet);
   void fail_packets(detail::packet_t* list, int crashed_rank);
+  // Under the port's lock: what describe_leftovers() counts.
+  std::size_t live_ops_in_flight(const detail::port_t& port) const;
+  std::size_t live_completions(const detail::port_t& port) const;
   detail::port_t* find_port(int rank, std::uint32_t device_index);
   std::uint64_t count_add(util::atomic<std::uint64_t>& counter, std::uint64_t delta);
   port_slot_t& slot(int rank, std::uint32_t device_index) const;

@@ -51,7 +51,11 @@ struct buffer_t {
 struct status_t {
   error_t error = errorcode_t::retry;
   int rank = -1;              // the peer: target of an OUT op, source of an IN op
-  void* buffer = nullptr;     // the local buffer (an incoming AM: runtime-allocated)
+  // The local buffer. An incoming AM: runtime-allocated (the user frees
+  // it), or, for a zero_copy_am completion object and size <=
+  // get_max_bcopy_size(), inside a packet (the user returns it with
+  // put_upacket).
+  void* buffer = nullptr;
   std::size_t size = 0;       // bytes sent/received
   tag_t tag = 0;
   void* user_context = nullptr;
@@ -62,7 +66,7 @@ struct status_t {
   bool is_done() const { return error.is_done(); }
   bool is_posted() const { return error.is_posted(); }
   bool is_retry() const { return error.is_retry(); }
-  // The payload as one buffer (an incoming AM: the user frees base).
+  // The payload as one buffer (an incoming AM: see `buffer`).
   buffer_t get_buffer() const { return {buffer, size}; }
   std::size_t get_size() const { return size; }
 };

@@ -7,7 +7,8 @@
 // Blocking:      signal() never blocks, except that a handler runs user code.
 // Ownership:     the status is passed by value; a buffer it names belongs to
 //                whoever the operation's contract says (an incoming AM buffer:
-//                the user, once they take the status out).
+//                the user, once they take the status out; with
+//                zero_copy_am, a packet the user returns by put_upacket).
 #pragma once
 
 #include <cstdint>
@@ -27,9 +28,15 @@ class comp_impl_t {
 
   virtual void signal(status_t status) = 0;
   comp_kind_t kind() const { return kind_; }
+  // The zero_copy_am attribute: an eager active message is delivered in
+  // its packet (docs/design/runtime.md, "Zero-copy active messages"). Set
+  // once by the allocation, before the object is shared.
+  bool zero_copy_am() const { return zero_copy_am_; }
+  void set_zero_copy_am(bool zero_copy_am) { zero_copy_am_ = zero_copy_am; }
 
  private:
   const comp_kind_t kind_;
+  bool zero_copy_am_ = false;
 };
 
 }  // namespace lci::detail

@@ -4,6 +4,7 @@
 // docs/design/comp.md.
 #include "lci/comp/graph.hpp"
 
+#include <exception>
 #include <stdexcept>
 #include <string>
 
@@ -91,31 +92,41 @@ void graph_impl_t::start() {
     }
   }
   arm_round();
+  std::exception_ptr caught;
   node_list_t ready;
   for (const edge_t& edge : start_edges_) {
-    if (edge.fn != nullptr) {
-      edge.fn(status_t(errorcode_t::done), nullptr,
-              edge.target != nullptr ? edge.target->value : nullptr);
-    }
+    run_edge(edge, status_t(errorcode_t::done), nullptr, &caught);
     if (edge.target != nullptr) release_successor(edge.target, ready);
   }
   for (const auto& node : nodes_) {
     if (node->predecessors_count == 0) ready.push_back(node.get());
   }
   // GRAPH_START's unit keeps the round open, so these runs cannot end it.
-  const bool ended_early = run_ready(ready);
+  const bool ended_early = run_ready(ready, &caught);
   LCI_ASSERT(!ended_early, "graph round ended while start() held a unit");
   if (finish_unit()) complete_round(state_complete);
+  // The round is consistent (it ends without this call), so the user's
+  // exception may leave now; `caught` is ours, not the graph's.
+  if (caught != nullptr) std::rethrow_exception(caught);
 }
 
 status_t graph_impl_t::test() {
   node_list_t retries = take_retries();
-  if (run_ready(retries)) {
+  std::exception_ptr caught;
+  if (run_ready(retries, &caught)) {
     // This call completed the round: it is consumed here, and the graph
     // must not be touched after complete_round() (see graph.hpp).
+    std::exception_ptr unthrown;
+    {
+      util::spinlock_guard_t guard(retry_lock_);
+      unthrown = take_unthrown_failure_locked();
+    }
     complete_round(state_idle);
+    if (caught != nullptr) std::rethrow_exception(caught);
+    if (unthrown != nullptr) std::rethrow_exception(unthrown);
     return status_t(errorcode_t::done);
   }
+  if (caught != nullptr) std::rethrow_exception(caught);
   // acquire: pairs with the release in complete_round(), so the caller sees
   // everything the round's nodes did.
   std::uint8_t state = state_.load(util::mo_acquire);
@@ -125,13 +136,22 @@ status_t graph_impl_t::test() {
   if (util::mutated("graph_test_keeps_completion")) {
     return status_t(errorcode_t::done);
   }
-  // release: pairs with the acquire in start(), ordering this call before
-  // the next round. relaxed on failure: a start() or another test() took
-  // the completion.
-  if (!state_.compare_exchange_strong(state, state_idle, util::mo_release,
-                                      util::mo_relaxed)) {
-    return status_t(errorcode_t::retry);
+  std::exception_ptr unthrown;
+  {
+    // Under the lock, so the next round's arm_round() (which takes it
+    // after its start() left complete/idle) cannot clear the failure
+    // between consuming the round and reading its failure.
+    util::spinlock_guard_t guard(retry_lock_);
+    // release: pairs with the acquire in start(), ordering this call before
+    // the next round. relaxed on failure: a start() or another test() took
+    // the completion.
+    if (!state_.compare_exchange_strong(state, state_idle, util::mo_release,
+                                        util::mo_relaxed)) {
+      return status_t(errorcode_t::retry);
+    }
+    unthrown = take_unthrown_failure_locked();
   }
+  if (unthrown != nullptr) std::rethrow_exception(unthrown);
   return status_t(errorcode_t::done);
 }
 
@@ -140,10 +160,11 @@ void graph_impl_t::mark_complete(graph_node_t handle, status_t status) {
   LCI_ASSERT(node->graph == this,
              "graph_node_mark_complete: the node belongs to another graph");
   node_list_t ready;
-  const bool ended_by_node = complete_node(node, status, ready);
+  // No `caught`: a fn's exception is kept for test() (see graph.hpp).
+  const bool ended_by_node = complete_node(node, status, ready, nullptr);
   LCI_DEBUG_ASSERT(!ended_by_node || ready.empty(),
                    "graph round ended with nodes still ready to run");
-  const bool ended_by_successors = run_ready(ready);
+  const bool ended_by_successors = run_ready(ready, nullptr);
   if (ended_by_node || ended_by_successors) complete_round(state_complete);
 }
 
@@ -230,26 +251,42 @@ void graph_impl_t::arm_round() {
     node->predecessors_pending.store(node->predecessors_count,
                                      util::mo_relaxed);
     node->phase.store(phase_waiting, util::mo_relaxed);  // relaxed: as above
+    node->predecessor_failed.store(false, util::mo_relaxed);  // as above
   }
+  util::spinlock_guard_t guard(retry_lock_);
+  failure_ = nullptr;  // the previous round's, consumed or not
+  failure_thrown_ = false;
 }
 
 // Runs every node on the ready list, and those their completions make ready
 // (appended, so they run in the order their edges were added). Ends: a node
 // goes on a ready list at most once per run (by its last predecessor, by
 // start(), or by take_retries()), and each lap takes one off.
-bool graph_impl_t::run_ready(node_list_t& ready) {
+bool graph_impl_t::run_ready(node_list_t& ready, std::exception_ptr* caught) {
   bool ended = false;
   while (!ready.empty()) {
     node_t* node = ready.pop_front();
     // relaxed: whoever completes a posted node does so after fn posted its
     // operation, after this store (the runtime carries that order).
     node->phase.store(phase_running, util::mo_relaxed);
-    const status_t status = node->fn != nullptr ? node->fn(node->value)
-                                                : status_t(errorcode_t::done);
+    // relaxed: stored before the predecessor's acq_rel release that made
+    // the node ready (release_successor()).
+    if (node->predecessor_failed.load(util::mo_relaxed)) {
+      if (fail_node(node, ready)) ended = true;
+      continue;
+    }
+    status_t status(errorcode_t::done);
+    try {
+      if (node->fn != nullptr) status = node->fn(node->value);
+    } catch (...) {
+      note_failure(std::current_exception(), caught);
+      if (fail_node(node, ready)) ended = true;
+      continue;
+    }
     // posted: the node (maybe the graph) belongs to the operation's
     // completion now; do not touch it.
     if (status.is_done()) {
-      if (complete_node(node, status, ready)) ended = true;
+      if (complete_node(node, status, ready, caught)) ended = true;
     } else if (status.is_retry()) {
       push_retry(node);
     } else {
@@ -261,7 +298,8 @@ bool graph_impl_t::run_ready(node_list_t& ready) {
 }
 
 bool graph_impl_t::complete_node(node_t* node, const status_t& status,
-                                 node_list_t& ready) {
+                                 node_list_t& ready,
+                                 std::exception_ptr* caught) {
   std::uint8_t expected = phase_running;
   // relaxed: only detects a second completion, or one of a node that is not
   // running; the completion is published by the acq_rel counters below.
@@ -271,13 +309,63 @@ bool graph_impl_t::complete_node(node_t* node, const status_t& status,
              "graph node completed while not running (completed twice, or "
              "before its predecessors completed)");
   for (const edge_t& edge : node->successors) {
-    if (edge.fn != nullptr) {
-      edge.fn(status, node->value,
-              edge.target != nullptr ? edge.target->value : nullptr);
-    }
+    run_edge(edge, status, node->value, caught);
     if (edge.target != nullptr) release_successor(edge.target, ready);
   }
   return finish_unit();
+}
+
+// A node whose fn threw, or one downstream of such a node: completes it
+// without running anything of the user's and skips its successors.
+bool graph_impl_t::fail_node(node_t* node, node_list_t& ready) {
+  // relaxed: as in complete_node().
+  const std::uint8_t phase = node->phase.exchange(phase_completed,
+                                                  util::mo_relaxed);
+  LCI_ASSERT(phase == phase_running, "graph node failed while not running");
+  for (const edge_t& edge : node->successors) {
+    if (edge.target == nullptr) continue;
+    // relaxed: release_successor()'s acq_rel decrement publishes it.
+    edge.target->predecessor_failed.store(true, util::mo_relaxed);
+    release_successor(edge.target, ready);
+  }
+  return finish_unit();
+}
+
+// Runs an edge's fn (if any); one that throws fails the edge's target.
+void graph_impl_t::run_edge(const edge_t& edge, const status_t& status,
+                            void* src_value, std::exception_ptr* caught) {
+  if (edge.fn == nullptr) return;
+  try {
+    edge.fn(status, src_value,
+            edge.target != nullptr ? edge.target->value : nullptr);
+  } catch (...) {
+    note_failure(std::current_exception(), caught);
+    if (edge.target != nullptr) {
+      // relaxed: the caller's release_successor() publishes it.
+      edge.target->predecessor_failed.store(true, util::mo_relaxed);
+    }
+  }
+}
+
+// Records a fn's exception: the round's first is kept, and a start()/test()
+// (caught != nullptr) keeps its own first to throw it when it returns.
+void graph_impl_t::note_failure(std::exception_ptr exception,
+                                std::exception_ptr* caught) {
+  LCI_ASSERT(exception != nullptr, "graph failure without an exception");
+  const bool caller_throws = caught != nullptr && *caught == nullptr;
+  if (caller_throws) *caught = exception;
+  util::spinlock_guard_t guard(retry_lock_);
+  if (failure_ != nullptr) return;
+  failure_ = std::move(exception);
+  failure_thrown_ = caller_throws;
+}
+
+// The round's failure if no start()/test() threw it yet, now marked thrown.
+// The caller holds retry_lock_.
+std::exception_ptr graph_impl_t::take_unthrown_failure_locked() {
+  if (failure_ == nullptr || failure_thrown_) return nullptr;
+  failure_thrown_ = true;
+  return failure_;
 }
 
 void graph_impl_t::release_successor(node_t* target, node_list_t& ready) {
@@ -308,6 +396,11 @@ void graph_impl_t::complete_round(state_t next) {
   // Read first: once the state is stored the graph may be started again, or
   // freed by whoever waits for it.
   comp_impl_t* const on_complete = on_complete_;
+  bool failed = false;
+  {
+    util::spinlock_guard_t guard(retry_lock_);
+    failed = failure_ != nullptr;
+  }
   // relaxed: finish_unit() acquired start()'s unit, which followed its
   // store of state_running.
   LCI_DEBUG_ASSERT(state_.load(util::mo_relaxed) == state_running,
@@ -315,7 +408,10 @@ void graph_impl_t::complete_round(state_t next) {
   // release: pairs with the acquire in test() and start(), handing them
   // the whole round (acquired by finish_unit()).
   state_.store(next, util::mo_release);
-  if (on_complete != nullptr) on_complete->signal(status_t(errorcode_t::done));
+  if (on_complete != nullptr) {
+    on_complete->signal(
+        status_t(failed ? errorcode_t::fatal : errorcode_t::done));
+  }
 }
 
 void graph_impl_t::push_retry(node_t* node) {

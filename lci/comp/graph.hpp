@@ -30,8 +30,9 @@
 //   running        logic_error    logic_error    retry, or done  abort: a
 //                                                -> idle if it   node is in
 //                                                ends the round  flight
-//   complete       logic_error    -> running     done -> idle    ok
+//   complete       logic_error    -> running     done* -> idle   ok
 //   idle           logic_error    -> running     retry           ok
+// (*: a failed round's test() throws instead, see below.)
 // start() on a building graph checks it is acyclic (std::logic_error
 // otherwise) and freezes it. A round ends on the thread that completes its
 // last node: in start() (every node completed at once), in signal() /
@@ -45,6 +46,22 @@
 // Retry nodes are re-run only by test(): a graph whose nodes may return
 // retry must be polled with test() even when on_complete is used.
 //
+// A node or edge fn that throws fails the round, which still runs to its
+// end so the graph stays destructible and restartable: the throwing node
+// (or an edge fn's target) counts as completed without success, every node
+// downstream of it is skipped (its fn and the edge fns out of it do not
+// run; it just completes), other nodes run as usual, and on_complete is
+// signalled with errorcode_t::fatal instead of done. The exception
+// propagates from start() or test() when a fn they ran threw (after the
+// call finished its bookkeeping; the first exception of the call, others
+// are dropped). signal() and mark_complete() never throw it (they run
+// inside progress()): the round keeps its first such exception and the
+// test() that consumes the round's end throws it instead of returning
+// done. After that, or after the round ended in a start() that threw, the
+// graph may be destroyed or started again (a new round forgets the
+// failure). A user who waits on on_complete without test() sees only the
+// fatal status.
+//
 // Thread safety: add_node/add_edge/start are called by one thread at a time
 //                and never concurrently with each other; the destructor
 //                never concurrently with anything. signal/mark_complete/test
@@ -52,7 +69,7 @@
 // Blocking:      runs user code (node and edge fns, on_complete) on the
 //                calling thread; graph code itself only takes the retry
 //                list's spinlock (every test(), and a retry result) for a
-//                few pointer writes. Node and edge fns must not throw.
+//                few pointer writes (and a failure's record).
 // Ownership:     values stay the user's; free_cb(value) runs for each node
 //                in the destructor. Statuses are passed by value.
 // Allocation:    add_node/add_edge and the first start() (cycle check);
@@ -72,6 +89,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <exception>
 #include <memory>
 #include <vector>
 
@@ -136,6 +154,9 @@ class graph_impl_t final : public comp_impl_t {
   struct alignas(util::cache_line_bytes) node_t {
     util::atomic<int> predecessors_pending{0};        // this round
     util::atomic<std::uint8_t> phase{phase_waiting};  // a phase_t
+    // This round, a predecessor (or the edge fn from it) failed: the node is
+    // skipped. Set before that predecessor releases the node.
+    util::atomic<bool> predecessor_failed{false};
     // The one worklist the node is on: a thread's ready list or the retry
     // list. Written only by the thread that put it there.
     node_t* next = nullptr;
@@ -169,8 +190,16 @@ class graph_impl_t final : public comp_impl_t {
   // The helpers below return true when the call finished the round's last
   // unit; the outermost caller then calls complete_round(), and touches the
   // graph no more.
-  bool run_ready(node_list_t& ready);
-  bool complete_node(node_t* node, const status_t& status, node_list_t& ready);
+  // caught: where a start()/test() keeps the first exception of a fn it ran
+  // (nullptr in signal()/mark_complete(), which never throw it).
+  bool run_ready(node_list_t& ready, std::exception_ptr* caught);
+  bool complete_node(node_t* node, const status_t& status, node_list_t& ready,
+                     std::exception_ptr* caught);
+  bool fail_node(node_t* node, node_list_t& ready);
+  void run_edge(const edge_t& edge, const status_t& status, void* src_value,
+                std::exception_ptr* caught);
+  void note_failure(std::exception_ptr exception, std::exception_ptr* caught);
+  std::exception_ptr take_unthrown_failure_locked();
   void release_successor(node_t* target, node_list_t& ready);
   bool finish_unit();
   void complete_round(state_t next);
@@ -190,8 +219,13 @@ class graph_impl_t final : public comp_impl_t {
   // Written by start(), the round's last completer and test(): a state_t.
   alignas(util::cache_line_bytes) util::atomic<std::uint8_t> state_{
       state_building};
+  // Guards the retry list and the round's failure record.
   alignas(util::cache_line_bytes) util::spinlock_t retry_lock_;
   node_list_t retries_;  // guarded by retry_lock_
+  // The round's first exception (null: the round has not failed), and
+  // whether a start()/test() already threw it. Guarded by retry_lock_.
+  std::exception_ptr failure_;
+  bool failure_thrown_ = false;
   // Fixed once started:
   alignas(util::cache_line_bytes) comp_impl_t* const on_complete_;
   std::vector<std::unique_ptr<node_t>> nodes_;

@@ -3,7 +3,9 @@
 // insert(key, value, type) either stores the entry or, when an entry with the
 // same key and the complementary type (send vs. recv) is waiting, removes the
 // oldest such entry and returns its value. Entries of one key are matched in
-// FIFO order; entries of different keys are independent.
+// FIFO order; entries of different keys are independent. take_if(key, type,
+// accept) is the match half alone: it takes the oldest complementary entry
+// only if accept(value) says so, and never stores.
 //
 // Layout (docs/design/matching.md): buckets_count buckets (a power of two),
 // each exactly one cache line holding a one-byte spinlock, two inline key
@@ -128,6 +130,39 @@ class table_t {
       LCI_ASSERT(result.value != nullptr, "matched a null value");
     }
     return result;
+  }
+
+  // Removes and returns the oldest waiting entry of `key` with the type
+  // complementary to `type` if there is one and accept(its value) is true;
+  // otherwise changes nothing and returns nullptr (a match that may only
+  // complete at once peeks before it takes). accept runs under the bucket
+  // lock: it must only read the value.
+  [[nodiscard]] matching_entry_val_t take_if(matching_entry_key_t key,
+                                             matching_entry_type_t type,
+                                             bool (*accept)(matching_entry_val_t)) {
+    LCI_ASSERT(accept != nullptr, "take_if without a predicate");
+    LCI_ASSERT(type == matching_entry_type_t::send ||
+                   type == matching_entry_type_t::recv,
+               "invalid matching_entry_type_t");
+    const std::uint8_t bits = detail::type_bits(type);
+    detail::bucket_t& bucket = buckets_[hash_key(key) & bucket_index_mask_];
+    util::spinlock_guard_t guard(bucket.lock);
+    const int slot = inline_find(bucket, key);
+    if (slot >= 0) {  // [I2]: the inline entries are the key's oldest
+      if (bucket.types[slot].load() == bits) return nullptr;
+      const std::uint8_t count = bucket.values_count[slot].load();
+      if (!accept(bucket.values[slot][taken_index(count)].load())) {
+        return nullptr;
+      }
+      return take_inline_oldest(bucket, slot);
+    }
+    const queue_find_t found = queue_find(bucket, key);
+    if (found.head == nullptr || found.head->type.load() == bits) {
+      return nullptr;
+    }
+    const std::uint8_t count = found.head->values_count.load();
+    if (!accept(found.head->values[taken_index(count)].load())) return nullptr;
+    return queue_take_oldest(bucket, found);
   }
 
   // Entries stored (inline and overflow). Exact only when quiescent.

@@ -89,6 +89,10 @@ class pool_t {
   std::size_t packets_free_count() const;
   // True iff `payload` is the payload pointer of one of this pool's packets.
   bool owns(const void* payload) const;
+  // The payload pointer of the packet whose payload holds `address`;
+  // nullptr when no packet of this pool does (for a buffer the runtime
+  // handed out inside a packet, e.g. a zero-copy active message).
+  void* payload_containing(const void* address) const;
 
   // Introspection for tests and diagnostics (not on the data path).
   std::size_t deques_count_max() const { return deques_count_max_; }
@@ -405,6 +409,16 @@ inline bool pool_t::owns(const void* payload) const {
   const auto address = reinterpret_cast<std::uintptr_t>(payload);
   if (address < packets_begin_ + packet_header_bytes || address >= packets_end_) return false;
   return (address - packets_begin_ - packet_header_bytes) % packet_stride_bytes_ == 0;
+}
+
+inline void* pool_t::payload_containing(const void* address) const {
+  const auto at = reinterpret_cast<std::uintptr_t>(address);
+  if (at < packets_begin_ || at >= packets_end_) return nullptr;
+  const std::uintptr_t offset = (at - packets_begin_) % packet_stride_bytes_;
+  if (offset < packet_header_bytes || offset >= packet_header_bytes + packet_size_bytes_) {
+    return nullptr;  // in a header or in a packet's padding
+  }
+  return reinterpret_cast<void*>(at - offset + packet_header_bytes);
 }
 
 inline std::size_t pool_t::deque_index_of_this_thread() const {

@@ -93,8 +93,16 @@ void dispatch(device_impl_t& device, const backend::net_status_t& status) {
     if (status.user_context != nullptr) {
       complete_request(static_cast<request_t*>(status.user_context), errorcode_t::fatal);
     }
+    // A dead peer (an operation's fault, or the network's own peer_down
+    // report) fails everything waiting on it, and is thrown once per
+    // runtime: later faults naming it only complete their operations.
+    if (status.fault == backend::net_fault_t::peer_crashed &&
+        !device.runtime()->fail_peer(status.rank)) {
+      return;
+    }
     throw std::runtime_error("lci: " + backend::describe_fault(status));
   }
+  LCI_ASSERT(status.opcode != backend::net_opcode_t::peer_down, "a peer report with no fault");
   if (status.opcode == backend::net_opcode_t::recv ||
       status.opcode == backend::net_opcode_t::remote_write) {
     dispatch_arrival(device, status);

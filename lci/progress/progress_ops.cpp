@@ -17,18 +17,19 @@ error_t progress_x::call_impl(device_t device, endpoint_t endpoint, runtime_t ru
   return detail::progress_device(device_of(device, endpoint, runtime));
 }
 
-// Drained: no protocol step of the device waits in its backlog.
+// Drained: nothing of the device waits in its backlog or is in flight
+// (device_impl_t::drained()).
 error_t test_drained_x::call_impl(device_t device, runtime_t runtime) const {
   detail::device_impl_t& d = device_of(device, endpoint_t{}, runtime);
   (void)detail::progress_device(d);
-  return d.backlog_empty() ? errorcode_t::done : errorcode_t::retry;
+  return d.drained() ? errorcode_t::done : errorcode_t::retry;
 }
 
 void wait_drained_x::call_impl(device_t device, runtime_t runtime) const {
   detail::device_impl_t& d = device_of(device, endpoint_t{}, runtime);
   for (;;) {
     (void)detail::progress_device(d);
-    if (d.backlog_empty()) return;
+    if (d.drained()) return;
     d.runtime()->host().idle("wait_drained");
   }
 }

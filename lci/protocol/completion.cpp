@@ -1,3 +1,6 @@
+#include <stdexcept>
+#include <string>
+
 #include "lci/comp/comp_impl.hpp"
 #include "lci/protocol/protocol.hpp"
 #include "lci/runtime/device_impl.hpp"
@@ -22,6 +25,8 @@ request_t* new_request(const post_args_t& args, request_kind_t kind) {
   request->comp = args.comp;
   request->status = status_of(args);
   request->mr = args.mr;
+  // A receive is in flight only from its RTR (start_rtr()).
+  if (kind != request_kind_t::recv) args.device->mark_in_flight(request);
   return request;
 }
 
@@ -30,6 +35,11 @@ status_t finish_at_once(const post_args_t& args, status_t status) {
   if (args.allow_done || args.comp == nullptr) return status;
   args.comp->signal(status);
   return status_t(errorcode_t::posted);
+}
+
+void throw_never_at_once(const std::string& what) {
+  throw std::invalid_argument("allow_posted = false (or local_comp = COMP_NULL_RETRY): " + what +
+                              " never completes inside the post, so it could only return retry");
 }
 
 void complete_request(request_t* request, errorcode_t code) {

@@ -69,6 +69,7 @@ error_t send_control(device_impl_t& device, int rank, const void* data, std::siz
   request->kind = request_kind_t::send_eager;
   request->device = &device;
   request->packet = packet;
+  device.mark_in_flight(request);
   const error_t error =
       device.net().post_send(rank, packet, size, backend::net_mr_t{}, imm, request);
   if (!error.is_done() && !error.is_posted()) {
@@ -88,6 +89,10 @@ status_t post_send_or_am(const post_args_t& args, bool is_am) {
   const std::size_t header_bytes = encoded.header ? sizeof(protocol::eager_header_t) : 0;
   const std::size_t wire_size = header_bytes + args.size;
   if (wire_size > device.packet_payload_max()) {
+    if (at_once_only(args)) {
+      throw_never_at_once("a message of size = " + std::to_string(args.size) +
+                          " (over get_max_bcopy_size(), so zero-copy)");
+    }
     if (args.comp == nullptr) {
       throw std::invalid_argument("local_comp = COMP_NULL with size = " +
                                   std::to_string(args.size) + ": over get_max_bcopy_size() " +
@@ -104,6 +109,11 @@ status_t post_send_or_am(const post_args_t& args, bool is_am) {
     if (!error.is_done()) return status_t(error);
     return finish_at_once(args, status_of(args));
   }
+  const bool network_semantic = args.comp_semantic == comp_semantic_t::network;
+  if (network_semantic && at_once_only(args)) {
+    throw_never_at_once("a send with comp_semantic = network (it completes when the network "
+                        "does)");
+  }
   // Buffer-copy: through a packet the network returns at its completion.
   void* packet = device.packet_pool()->pool.get();
   if (packet == nullptr) return status_t(errorcode_t::retry_nopacket);
@@ -114,7 +124,6 @@ status_t post_send_or_am(const post_args_t& args, bool is_am) {
   request->packet = packet;
   // Memory semantic: the operation completes below; the packet's own
   // completion only returns the packet.
-  const bool network_semantic = args.comp_semantic == comp_semantic_t::network;
   if (!network_semantic) request->comp = nullptr;
   const error_t error = device.net().post_send(args.rank, packet, wire_size, backend::net_mr_t{},
                                                encoded.imm, request);
@@ -137,6 +146,27 @@ matching_entry_key_t matching_key(matching_engine_impl_t& engine, int rank, tag_
                                policy);
 }
 
+namespace {
+bool is_eager_message(matching_entry_val_t value) {
+  return !static_cast<const unexpected_t*>(value)->is_rts;
+}
+
+// A receive that must finish inside the post: it takes a waiting eager
+// message, or stores nothing and returns retry (a waiting rendezvous
+// message stays too, for a receive that may be posted).
+status_t recv_at_once(const post_args_t& args, matching_entry_key_t key) {
+  void* value =
+      args.matching_engine->table.take_if(key, matching_entry_type_t::recv, is_eager_message);
+  if (value == nullptr) return status_t(errorcode_t::retry);
+  request_t* request = new_request(args, request_kind_t::recv);
+  request->capacity = args.size;
+  const status_t status = match_receive(*args.device, request, static_cast<unexpected_t*>(value),
+                                        /*signal=*/false);
+  LCI_ASSERT(status.is_done(), "an unwatched eager receive did not finish at once");
+  return finish_at_once(args, status);
+}
+}  // namespace
+
 status_t post_recv_matched(const post_args_t& args) {
   if (args.rank == ANY_SOURCE && (args.matching_policy == matching_policy_t::rank_only ||
                                   args.matching_policy == matching_policy_t::rank_tag)) {
@@ -153,14 +183,28 @@ status_t post_recv_matched(const post_args_t& args) {
   matching_engine_impl_t& engine = *args.matching_engine;
   const matching_entry_key_t key =
       matching_key(engine, args.rank, args.tag, args.matching_policy);
+  if (at_once_only(args)) return recv_at_once(args, key);
   request_t* request = new_request(args, request_kind_t::recv);
   request->capacity = args.size;
+  // A receive that names its source waits on that peer: watched before the
+  // table publishes it, so the peer's crash fails it (wildcards, and
+  // policies that leave the rank out of the key, may match anyone).
+  const bool names_peer = args.rank != ANY_SOURCE &&
+                          (args.matching_policy == matching_policy_t::rank_only ||
+                           args.matching_policy == matching_policy_t::rank_tag);
+  runtime_impl_t& runtime = *args.device->runtime();
+  if (names_peer && !runtime.watch(request)) {
+    delete request;
+    runtime.check_peer_alive(args.rank);  // throws: it died since check_args
+  }
   const matching::insert_result_t result =
       engine.table.insert(key, request, matching_entry_type_t::recv);
   switch (result.kind) {
     case matching::insert_kind_t::stored:
       return status_t(errorcode_t::posted);
     case matching::insert_kind_t::retry_nomem:
+      // Unshared; a crash that failed it meanwhile signalled its comp.
+      if (!runtime.unwatch(request)) return status_t(errorcode_t::posted);
       delete request;
       return status_t(errorcode_t::retry_nomem);
     case matching::insert_kind_t::matched:
@@ -171,27 +215,49 @@ status_t post_recv_matched(const post_args_t& args) {
     match_receive(*args.device, request, message, /*signal=*/true);
     return status_t(errorcode_t::posted);
   }
-  // An eager message was waiting: the receive completes now.
+  // An eager message was waiting: the receive completes now (posted: a
+  // crash of its peer failed it first).
   const status_t status = match_receive(*args.device, request, message, /*signal=*/false);
+  if (status.error.is_posted()) return status;
   return finish_at_once(args, status);
 }
 
+namespace {
+// A receive a crash has failed meets a message that arrived before the
+// crash was known: the message is dropped (the receive already reported
+// fatal; a crashed sender's data is not trusted to be whole).
+status_t drop_message(device_impl_t& device, unexpected_t* message) {
+  if (!message->is_rts) device.packet_pool()->pool.put(message->packet);
+  delete message;
+  return status_t(errorcode_t::posted);
+}
+}  // namespace
+
 status_t match_receive(device_impl_t& device, request_t* recv, unexpected_t* message,
                        bool signal) {
+  if (!device.runtime()->unwatch(recv)) return drop_message(device, message);
   recv->status.rank = message->rank;
   recv->status.tag = message->tag;
   // Truncation: a message larger than its receive delivers the receive's
   // capacity, completes, and is then reported as misuse (thrown).
   const std::size_t message_size = message->size;
   if (message->is_rts) {
-    recv->status.size = std::min<std::size_t>(message_size, recv->capacity);
     const rts_t rts = message->rts;
     const int rank = message->rank;
     delete message;
     const std::size_t capacity = recv->capacity;
-    start_rtr(device, recv, rts);
-    if (message_size > capacity) throw_truncated(message_size, rank, rts.tag, capacity);
-    return status_t(errorcode_t::posted);
+    if (message_size <= capacity) {
+      recv->status.size = message_size;
+      start_rtr(device, recv, rts);
+      return status_t(errorcode_t::posted);
+    }
+    // Truncated zero-copy: no byte moves. The receive finishes now (fatal,
+    // size 0), so that nothing touches its buffer after the throw below;
+    // the sender hears of it through a refusing RTR.
+    recv->status.size = 0;
+    refuse_rts(device, rank, rts);
+    complete_request(recv, errorcode_t::fatal);
+    throw_truncated(message_size, rank, rts.tag, capacity);
   }
   const std::size_t copied = std::min(message_size, recv->capacity);
   if (copied > 0) std::memcpy(recv->status.buffer, message->data, copied);
@@ -212,6 +278,43 @@ status_t match_receive(device_impl_t& device, request_t* recv, unexpected_t* mes
   return status;
 }
 
+namespace {
+// An eager active message to its rcomp. A zero_copy_am completion object
+// gets the packet itself (status.buffer points into it; the user returns it
+// with put_upacket) when size <= get_max_bcopy_size(), the rule a user can
+// check; anything else (an eager message over that size, sent without a
+// header) is copied into a malloc'd buffer, as for other objects.
+void deliver_eager_am(device_impl_t& device, const backend::net_status_t& net_status,
+                      const protocol::msg_fields_t& fields, const std::byte* data,
+                      std::size_t size) {
+  comp_impl_t* comp = device.runtime()->rcomp_target(fields.rcomp);
+  if (comp == nullptr) {
+    device.packet_pool()->pool.put(net_status.buffer);
+    throw std::runtime_error("lci: an active message from rank " +
+                             std::to_string(net_status.rank) + " names remote_comp " +
+                             std::to_string(fields.rcomp) + ", which is not registered here");
+  }
+  status_t status;
+  status.error = errorcode_t::done;
+  status.rank = net_status.rank;
+  status.tag = fields.tag;
+  status.size = size;
+  const bool in_packet = comp->zero_copy_am() && size > 0 && size <= device.bcopy_size_max();
+  if (in_packet) {
+    LCI_ASSERT(device.packet_pool()->pool.payload_containing(data) == net_status.buffer,
+               "a zero-copy AM's payload outside its packet");
+    status.buffer = const_cast<std::byte*>(data);  // the user's until put_upacket
+  } else {
+    if (size > 0) {
+      status.buffer = allocate_user_buffer(size);
+      std::memcpy(status.buffer, data, size);
+    }
+    device.packet_pool()->pool.put(net_status.buffer);
+  }
+  comp->signal(status);
+}
+}  // namespace
+
 void handle_eager(device_impl_t& device, const backend::net_status_t& net_status,
                   protocol::msg_type_t type) {
   runtime_impl_t& runtime = *device.runtime();
@@ -231,24 +334,7 @@ void handle_eager(device_impl_t& device, const backend::net_status_t& net_status
   const auto* data = static_cast<const std::byte*>(net_status.buffer) + header_bytes;
   const std::size_t size = net_status.length - header_bytes;
   if (type == protocol::msg_type_t::eager_am) {
-    comp_impl_t* comp = runtime.rcomp_target(fields.rcomp);
-    status_t status;
-    status.error = errorcode_t::done;
-    status.rank = net_status.rank;
-    status.tag = fields.tag;
-    status.size = size;
-    if (size > 0) {
-      status.buffer = allocate_user_buffer(size);
-      std::memcpy(status.buffer, data, size);
-    }
-    device.packet_pool()->pool.put(net_status.buffer);
-    if (comp == nullptr) {
-      deallocate_user_buffer(status.buffer);
-      throw std::runtime_error("lci: an active message from rank " +
-                               std::to_string(net_status.rank) + " names remote_comp " +
-                               std::to_string(fields.rcomp) + ", which is not registered here");
-    }
-    comp->signal(status);
+    deliver_eager_am(device, net_status, fields, data, size);
     return;
   }
   matching_engine_impl_t* engine = runtime.matching_engine_at(fields.matching_engine_index);

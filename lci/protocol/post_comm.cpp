@@ -19,7 +19,10 @@ void check_args(const post_args_t& args) {
   }
   const bool wildcard_rank = args.direction == direction_t::IN && !has_rmr &&
                              args.rank == ANY_SOURCE;
-  if (!wildcard_rank) runtime.check_rank(args.rank, "rank");
+  if (!wildcard_rank) {
+    runtime.check_rank(args.rank, "rank");
+    runtime.check_peer_alive(args.rank);
+  }
   if (args.buffer == nullptr && args.size > 0) {
     throw std::invalid_argument("local_buffer = nullptr with size = " + std::to_string(args.size));
   }
@@ -57,6 +60,7 @@ status_t post_comm(const post_args_t& args) {
   // network takes it; its completion object is signalled as usual.
   post_args_t deferred = args;
   deferred.allow_done = false;
+  deferred.allow_posted = true;  // the backlog completes it later anyway
   deferred.allow_retry = true;
   const error_t error = args.device->run_or_backlog([deferred, run]() -> error_t {
     return run(deferred).error;

@@ -64,8 +64,18 @@ detail::post_args_t resolve(direction_t direction, int rank, void* local_buffer,
   if (local_comp.is_empty()) {
     args.allow_retry = false;
     args.allow_posted = false;
-  } else if (local_comp.p_impl == detail::comp_null_retry_sentinel()) {
-    args.allow_posted = false;
+    return args;
+  }
+  if (local_comp.p_impl == detail::comp_null_retry_sentinel()) args.allow_posted = false;
+  // Each of these pairs leaves one outcome the call may not report.
+  if (!args.allow_posted && !args.allow_retry) {
+    throw std::invalid_argument(
+        "allow_posted = false with allow_retry = false: an operation that does not finish "
+        "inside the post could report neither (COMP_NULL is fire-and-forget)");
+  }
+  if (!args.allow_posted && !args.allow_done) {
+    throw std::invalid_argument(
+        "allow_posted = false with allow_done = false: only retry would be left");
   }
   return args;
 }

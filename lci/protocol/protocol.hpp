@@ -16,6 +16,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 #include "backends/backend.hpp"
 #include "lci/api/lci_types.hpp"
@@ -46,9 +47,21 @@ struct post_args_t {
   void* user_context = nullptr;
   matching_policy_t matching_policy = matching_policy_t::rank_tag;
   bool allow_done = true;
+  // false with allow_retry: done or retry only (at_once_only()). false with
+  // allow_retry false is COMP_NULL's fire-and-forget (post_ops.cpp refuses
+  // that pair with a completion object).
   bool allow_posted = true;
   bool allow_retry = true;
 };
+
+// The operation must finish inside the post (done) or leave nothing behind
+// (retry): allow_posted(false) or COMP_NULL_RETRY.
+inline bool at_once_only(const post_args_t& args) {
+  return !args.allow_posted && args.allow_retry;
+}
+// Throws std::invalid_argument: an at_once_only() operation that can never
+// finish inside the post (`what` says which and why).
+[[noreturn]] void throw_never_at_once(const std::string& what);
 
 // Validates and runs one operation (Table 1); retry is pushed to the
 // device's backlog when allow_retry is false.
@@ -104,6 +117,8 @@ void insert_unexpected(device_impl_t& device, matching_engine_impl_t& engine,
 // Rendezvous steps.
 status_t post_rts(const post_args_t& args, bool is_am);
 void start_rtr(device_impl_t& device, request_t* recv, const rts_t& rts);
+// Answers an RTS whose receive is too small: an RTR with `refused` set.
+void refuse_rts(device_impl_t& device, int rank, const rts_t& rts);
 // Sends a small control message (RTS/RTR/FIN/get signal): inject when it
 // fits, else through a packet. Retry when the network refuses.
 error_t send_control(device_impl_t& device, int rank, const void* data, std::size_t size,

@@ -25,6 +25,14 @@ status_t post_rts(const post_args_t& args, bool is_am) {
     }
     request->mr = request->owned_mr;
   }
+  runtime_impl_t& runtime = *device.runtime();
+  // Between its RTS and the RTR only the peer holds the request: watched, so
+  // that the peer's crash fails it.
+  if (!runtime.watch(request)) {
+    if (!request->owned_mr.is_empty()) device.net().deregister_memory(&request->owned_mr);
+    delete request;
+    runtime.check_peer_alive(args.rank);  // throws: it died since check_args
+  }
   rts_t rts{};
   rts.send_request = reinterpret_cast<std::uint64_t>(request);
   rts.size = args.size;
@@ -39,6 +47,8 @@ status_t post_rts(const post_args_t& args, bool is_am) {
   const error_t error =
       send_control(device, args.rank, &rts, sizeof(rts), protocol::make_imm(protocol::msg_type_t::rts, 0));
   if (!error.is_done() && !error.is_posted()) {
+    // A crash that failed it meanwhile has signalled its comp: posted.
+    if (!runtime.unwatch(request)) return status_t(errorcode_t::posted);
     if (!request->owned_mr.is_empty()) device.net().deregister_memory(&request->owned_mr);
     delete request;
     return status_t(error);
@@ -87,9 +97,17 @@ void handle_rts(device_impl_t& device, int rank, const rts_t& rts) {
 
 void start_rtr(device_impl_t& device, request_t* recv, const rts_t& rts) {
   recv->peer_request = rts.send_request;
+  device.mark_in_flight(recv);
+  // Until its data lands the receive waits on the sender alone.
+  if (!device.runtime()->watch(recv)) {
+    complete_request(recv, errorcode_t::fatal);  // the sender died meanwhile
+    return;
+  }
   device_impl_t* device_ptr = &device;
   (void)device.run_or_backlog([device_ptr, recv]() -> error_t {
     device_impl_t& d = *device_ptr;
+    // A crash failed it while this step waited: the buffer may be gone.
+    if (d.runtime()->is_failed(recv)) return errorcode_t::done;
     if (recv->mr.is_empty()) {
       const error_t error =
           d.net().register_memory(recv->status.buffer, recv->capacity, &recv->owned_mr);
@@ -112,9 +130,27 @@ void start_rtr(device_impl_t& device, request_t* recv, const rts_t& rts) {
   });
 }
 
+void refuse_rts(device_impl_t& device, int rank, const rts_t& rts) {
+  rtr_t rtr{};
+  rtr.send_request = rts.send_request;
+  rtr.rdv_id = rdv_id_none;
+  rtr.refused = 1;
+  device_impl_t* device_ptr = &device;
+  (void)device.run_or_backlog([device_ptr, rank, rtr]() -> error_t {
+    return send_control(*device_ptr, rank, &rtr, sizeof(rtr),
+                        protocol::make_imm(protocol::msg_type_t::rtr, 0));
+  });
+}
+
 void handle_rtr(device_impl_t& device, int rank, const rtr_t& rtr) {
   auto* send = reinterpret_cast<request_t*>(rtr.send_request);
   LCI_ASSERT(send->kind == request_kind_t::send_rdv, "RTR for a request that is not a send");
+  // The network holds it from here on (the write reports any fault).
+  if (!device.runtime()->unwatch(send)) return;  // a crash of the target failed it
+  if (rtr.refused != 0) {  // the receive was too small (the receiver threw)
+    complete_request(send, errorcode_t::fatal);
+    return;
+  }
   const bool with_imm = device.runtime()->attr().rdv_protocol == attr_rdv_protocol_t::writeimm &&
                         device.net().attr().supports_put_imm;
   if (!with_imm) send->rdv_id = rtr.rdv_id;
@@ -146,6 +182,7 @@ void handle_rdv_write_done(device_impl_t& device, request_t* send) {
 
 void handle_rdv_done(device_impl_t& device, std::uint32_t rdv_id) {
   request_t* recv = device.runtime()->rdv_table().take(rdv_id);
+  if (!device.runtime()->unwatch(recv)) return;  // a crash of the sender failed it
   complete_request(recv, errorcode_t::done);
 }
 

@@ -16,11 +16,44 @@
 #include "backends/backend.hpp"
 #include "lci/api/lci_types.hpp"
 #include "lci/protocol/immediate.hpp"
+#include "lci/util/assert.hpp"
+#include "lci/util/atomic.hpp"
 
 namespace lci::detail {
 
 class comp_impl_t;
 class device_impl_t;
+
+// Counts a request among its device's operations in flight (what
+// test_drained() asks) from arm() until disarm() or the request's deletion,
+// so every path that deletes a request stops counting it.
+// Thread safety: owned by its request (one party at a time).
+class in_flight_mark_t {
+ public:
+  in_flight_mark_t() = default;
+  in_flight_mark_t(const in_flight_mark_t&) = delete;
+  in_flight_mark_t& operator=(const in_flight_mark_t&) = delete;
+  ~in_flight_mark_t() { disarm(); }
+
+  void arm(util::atomic<std::int64_t>* count) {
+    LCI_ASSERT(count_ == nullptr, "a request counted in flight twice");
+    count_ = count;
+    // relaxed: a count; the poster's own later test_drained() is ordered
+    // after this by program order, and nobody waits for an increment.
+    count_->fetch_add(1, util::mo_relaxed);
+  }
+  void disarm() {
+    if (count_ == nullptr) return;
+    // release: pairs with the acquire in device_impl_t::drained(), so a
+    // caller told "drained" sees what the finished operation did.
+    const std::int64_t before = count_->fetch_sub(1, util::mo_release);
+    LCI_ASSERT(before >= 1, "operations in flight went negative");
+    count_ = nullptr;
+  }
+
+ private:
+  util::atomic<std::int64_t>* count_ = nullptr;
+};
 
 enum class request_kind_t : std::uint8_t {
   send_eager,  // an eager send/AM from a packet (comp_semantic network)
@@ -48,6 +81,18 @@ struct request_t {
   std::uint32_t signal_imm = 0;
   std::uint32_t rdv_id = rdv_id_none;  // recv: our id; send_rdv (write): the target's, for FIN
   std::uint64_t peer_request = 0;      // recv rdv: the sender's request, echoed in the RTR
+  // Crashed peers (runtime_impl_t::watch): a request that waits on its peer
+  // while the network holds nothing of it (a receive in the matching table,
+  // a rendezvous between its RTS and its data) is linked into its runtime's
+  // watch list, so that the peer's death can fail it. `watched` is written
+  // before the request is shared; the rest only under the watch lock.
+  bool watched = false;
+  bool failed = false;  // a crash completed it; whoever finds it later drops it
+  request_t* watch_prev = nullptr;
+  request_t* watch_next = nullptr;
+  // Outgoing operations from their post, rendezvous receives from their RTR
+  // (a receive still waiting for a message is not in flight).
+  in_flight_mark_t in_flight;
 };
 
 // Rendezvous "ready to send": leads an rts message's payload.
@@ -69,7 +114,9 @@ struct rtr_t {
   std::uint64_t rkey;
   std::uint64_t size;     // what the sender writes: min(message, receive capacity)
   std::uint32_t rdv_id;   // the receiver's rendezvous id (FIN / write-with-imm)
-  std::uint32_t padding;
+  // 1: the receive was too small and finished already; the sender writes
+  // nothing and completes its send with errorcode_t::fatal.
+  std::uint32_t refused;
 };
 
 // An incoming send that found no posted receive: stored in the matching

@@ -34,6 +34,7 @@ comp_attrs_t& comp_attrs() {
 }
 
 comp_t adopt(runtime_t runtime, std::unique_ptr<comp_impl_t> comp, const attr_comp_t& attr) {
+  comp->set_zero_copy_am(attr.zero_copy_am);
   comp_impl_t* raw = resolve_runtime(runtime).adopt_comp(std::move(comp));
   comp_attrs_t& table = comp_attrs();
   util::spinlock_guard_t guard(table.lock);

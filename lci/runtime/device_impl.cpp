@@ -45,6 +45,9 @@ device_impl_t::device_impl_t(runtime_impl_t* runtime, const attr_device_t& attr,
 }
 
 device_impl_t::~device_impl_t() {
+  // Requests a crashed peer failed: nothing can name them once the device
+  // is gone (drain_before_close() emptied the backlog).
+  runtime_->release_failed(this);
   // Closing the network device drops the pre-posted receives; their packets
   // stay out of the pool until the pool's owner reclaims them at teardown.
   net_.reset();
@@ -75,6 +78,10 @@ void device_impl_t::free_endpoint(endpoint_impl_t* endpoint) {
 
 std::size_t device_impl_t::packet_payload_max() const {
   return packet_pool_->attr.packet_size;
+}
+
+std::size_t device_impl_t::bcopy_size_max() const {
+  return packet_payload_max() - sizeof(protocol::eager_header_t);
 }
 
 error_t device_impl_t::run_or_backlog(backlog_step_t step) {

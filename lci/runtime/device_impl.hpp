@@ -23,6 +23,7 @@
 #include "backends/backend.hpp"
 #include "lci/api/lci_generated.hpp"
 #include "lci/backlog_queue/backlog_queue.hpp"
+#include "lci/protocol/request.hpp"
 #include "lci/runtime/resources.hpp"
 #include "lci/util/atomic.hpp"
 #include "lci/util/spinlock.hpp"
@@ -57,6 +58,9 @@ class device_impl_t {
   // Largest payload that goes out as an inject / through one packet.
   std::size_t inject_size_max() const { return net_->attr().inject_size_max; }
   std::size_t packet_payload_max() const;
+  // get_max_bcopy_size() of the device's packet pool: the payload a packet
+  // carries even behind an eager header.
+  std::size_t bcopy_size_max() const;
 
   // Runs `step` now; if it returns retry, queues it for progress(). Returns
   // done or posted_backlog. Throws std::length_error naming the limit when
@@ -65,6 +69,15 @@ class device_impl_t {
   // progress() step 1: re-runs queued steps in order until one retries.
   bool drain_backlog();
   bool backlog_empty() const { return backlog_.is_empty_hint(); }
+  // Counts `request` among the operations in flight (in_flight_mark_t).
+  void mark_in_flight(request_t* request) { request->in_flight.arm(&in_flight_count_); }
+  // Nothing waits in the backlog and no operation is in flight: every
+  // send, RMA and rendezvous (either side) of the device finished. Posted
+  // receives still waiting for a message do not count.
+  bool drained() const {
+    // acquire: pairs with the release in in_flight_mark_t::disarm().
+    return backlog_empty() && in_flight_count_.load(util::mo_acquire) == 0;
+  }
   // Before the device closes: progresses until no protocol step waits in
   // the backlog, so nothing this rank promised to send is dropped (a step
   // for a crashed peer completes with a fault, which is swallowed here).
@@ -89,6 +102,8 @@ class device_impl_t {
   // real number of posted receives (a refused post_recv is a retry).
   util::atomic<std::size_t> recvs_posted_{0};
   std::size_t recvs_target_ = 0;
+  // Requests in flight (in_flight_mark_t); read by drained().
+  util::atomic<std::int64_t> in_flight_count_{0};
 };
 
 }  // namespace lci::detail

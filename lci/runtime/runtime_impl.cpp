@@ -35,7 +35,12 @@ runtime_impl_t::runtime_impl_t(const attr_runtime_t& attr, host_t& host)
       rank_n_(net_.rank_n()),
       default_net_context_(std::make_unique<net_context_impl_t>(this, get_default_attr_net_context())),
       matching_engine_index_(8, nullptr),
-      rcomps_(64, nullptr) {
+      rcomps_(64, nullptr),
+      peers_dead_(new util::atomic<bool>[static_cast<std::size_t>(rank_n_)]) {
+  for (int rank = 0; rank < rank_n_; ++rank) {
+    // relaxed: before the runtime is shared.
+    peers_dead_[static_cast<std::size_t>(rank)].store(false, util::mo_relaxed);
+  }
   if (attr.imm_nbits_tag < 0 || attr.imm_nbits_tag > 26) {
     throw std::invalid_argument("imm_nbits_tag = " + std::to_string(attr.imm_nbits_tag) +
                                 ": must be in [0, 26]");
@@ -117,10 +122,12 @@ void runtime_impl_t::free_net_context(net_context_impl_t* net_context) {
   erase_live(net_contexts_, net_context, "free_net_context: net_context");
 }
 
-packet_pool_impl_t* runtime_impl_t::packet_pool_owning(const void* packet) {
+packet_pool_impl_t* runtime_impl_t::packet_pool_containing(const void* address,
+                                                           void** payload) {
   util::spinlock_guard_t guard(resources_lock_);
   for (const auto& pool : packet_pools_) {
-    if (pool->pool.owns(packet)) return pool.get();
+    *payload = pool->pool.payload_containing(address);
+    if (*payload != nullptr) return pool.get();
   }
   return nullptr;
 }

@@ -169,7 +169,8 @@ matching_engine_t get_default_matching_engine_x::call_impl(runtime_t runtime) co
 
 std::size_t get_max_bcopy_size_x::call_impl(packet_pool_t packet_pool, runtime_t runtime) const {
   detail::runtime_impl_t& rt = resolve_runtime(runtime);
-  // A header may lead the payload when the tag does not fit the immediate.
+  // A header may lead the payload when the tag does not fit the immediate
+  // (device_impl_t::bcopy_size_max() says the same for a device's pool).
   return detail::resolve_packet_pool(rt, packet_pool).attr.packet_size -
          sizeof(lci::protocol::eager_header_t);
 }
@@ -311,12 +312,16 @@ void* get_upacket_x::call_impl(packet_pool_t packet_pool, runtime_t runtime) con
   return detail::resolve_packet_pool(rt, packet_pool).pool.get();
 }
 
+// `packet` may point anywhere into a packet's payload: a zero-copy active
+// message's buffer may start after a header.
 void put_upacket_x::call_impl(void* packet, runtime_t runtime) const {
-  detail::packet_pool_impl_t* pool = resolve_runtime(runtime).packet_pool_owning(packet);
+  void* payload = nullptr;
+  detail::packet_pool_impl_t* pool =
+      resolve_runtime(runtime).packet_pool_containing(packet, &payload);
   if (pool == nullptr) {
-    throw std::invalid_argument("put_upacket: packet is not a packet of this runtime's pools");
+    throw std::invalid_argument("put_upacket: packet is not in a packet of this runtime's pools");
   }
-  pool->pool.put(packet);
+  pool->pool.put(payload);
 }
 
 matching_engine_t alloc_matching_engine_x::call_impl(const attr_matching_engine_t& attr,

@@ -36,6 +36,7 @@ struct node_value_t {
   int retries_left = 0;
   int runs_count = 0;
   int freed_count = 0;
+  bool throws = false;  // after the retries, instead of returning result
 };
 
 status_t run_node(void* value) {
@@ -46,6 +47,7 @@ status_t run_node(void* value) {
     --node->retries_left;
     return status_t(errorcode_t::retry);
   }
+  if (node->throws) throw std::runtime_error("node " + node->name + " failed");
   status_t status(node->result);
   status.tag = node->tag;
   return status;
@@ -61,6 +63,32 @@ void log_edge(status_t status, void* src_value, void* dst_value) {
   edge_log->push_back("edge " + name_of(src_value) + ">" + name_of(dst_value) +
                       " " + std::to_string(status.tag) +
                       (status.is_done() ? "" : " not-done"));
+}
+
+void throw_edge(status_t, void* src_value, void* dst_value) {
+  edge_log->push_back("throw " + name_of(src_value) + ">" +
+                      name_of(dst_value));
+  throw std::runtime_error("edge " + name_of(src_value) + ">" +
+                           name_of(dst_value) + " failed");
+}
+
+// Keeps the statuses it is signalled with (on_complete of a graph).
+class status_log_t final : public lci::detail::comp_impl_t {
+ public:
+  status_log_t() : comp_impl_t(comp_kind_t::handler) {}
+  void signal(status_t status) override { statuses.push_back(status); }
+  std::vector<status_t> statuses;
+};
+
+// What `call` threw, as "<what()>", or "nothing".
+template <typename call_t>
+std::string thrown_by(call_t call) {
+  try {
+    call();
+  } catch (const std::runtime_error& error) {
+    return error.what();
+  }
+  return "nothing";
 }
 
 void free_node(void* value) {
@@ -370,6 +398,100 @@ TEST_F(GraphTest, BadEdgesAreInvalidArguments) {
   EXPECT_THROW(graph.add_edge(foreign, a, nullptr), std::invalid_argument);
   // None of them was added: a runs at once.
   graph.start();
+  EXPECT_TRUE(graph.test().is_done());
+}
+
+// a -> b (throws) -> c, and d alone: start() throws b's exception after the
+// round ran as far as it can (c skipped, d run), the round ends failed, and
+// the graph can be started again once b stops throwing.
+TEST_F(GraphTest, NodeThatThrowsFailsTheRoundAndStartThrowsIt) {
+  status_log_t on_complete;
+  graph_impl_t graph(&on_complete);
+  graph_node_t a = add(graph, "a");
+  node_value_t* b_value = value("b");
+  b_value->throws = true;
+  graph_node_t b = graph.add_node(run_node, b_value, free_node);
+  graph_node_t c = add(graph, "c");
+  add(graph, "d");
+  graph.add_edge(a, b, log_edge);
+  graph.add_edge(b, c, log_edge);
+  graph.add_edge(b, GRAPH_END, log_edge);
+  EXPECT_EQ(thrown_by([&] { graph.start(); }), "node b failed");
+  EXPECT_EQ(take_log(), (log_t{"run a", "edge a>b 0", "run d", "run b"}))
+      << "c is skipped, and no edge fn out of b runs";
+  ASSERT_EQ(on_complete.statuses.size(), 1u);
+  EXPECT_EQ(on_complete.statuses[0].error, errorcode_t::fatal);
+  EXPECT_TRUE(graph.test().is_done()) << "already thrown by start()";
+  EXPECT_TRUE(graph.test().is_retry());
+
+  b_value->throws = false;
+  graph.start();
+  EXPECT_EQ(take_log(), (log_t{"run a", "edge a>b 0", "run d", "run b",
+                               "edge b>c 0", "edge b>null 0", "run c"}));
+  ASSERT_EQ(on_complete.statuses.size(), 2u);
+  EXPECT_EQ(on_complete.statuses[1].error, errorcode_t::done);
+  EXPECT_TRUE(graph.test().is_done());
+}
+
+// A node run by signal() (inside progress) that throws: signal() does not
+// throw; the test() that consumes the round's end throws it, once.
+TEST_F(GraphTest, NodeThatThrowsInSignalIsThrownByTest) {
+  status_log_t on_complete;
+  graph_impl_t graph(&on_complete);
+  graph_node_t a = add(graph, "a", errorcode_t::posted);
+  node_value_t* b_value = value("b");
+  b_value->throws = true;
+  graph_node_t b = graph.add_node(run_node, b_value, nullptr);
+  graph_node_t c = add(graph, "c", errorcode_t::posted);
+  graph_node_t d = add(graph, "d");
+  graph.add_edge(a, b, nullptr);
+  graph.add_edge(b, d, nullptr);
+  graph.add_edge(c, d, nullptr);
+  graph.start();
+  EXPECT_EQ(thrown_by([&] { graph.signal(completion(a, 0)); }), "nothing");
+  EXPECT_TRUE(graph.test().is_retry()) << "c is still in flight";
+  EXPECT_TRUE(on_complete.statuses.empty());
+  graph.signal(completion(c, 0));
+  EXPECT_EQ(take_log(), (log_t{"run a", "run c", "run b"})) << "d skipped";
+  ASSERT_EQ(on_complete.statuses.size(), 1u);
+  EXPECT_EQ(on_complete.statuses[0].error, errorcode_t::fatal);
+  EXPECT_EQ(thrown_by([&] { (void)graph.test(); }), "node b failed");
+  EXPECT_TRUE(graph.test().is_retry()) << "the round was consumed";
+
+  b_value->throws = false;
+  graph.start();
+  graph.signal(completion(a, 0));
+  graph.signal(completion(c, 0));
+  EXPECT_EQ(take_log(), (log_t{"run a", "run c", "run b", "run d"}));
+  EXPECT_TRUE(graph.test().is_done());
+}
+
+// A retry node that throws when test() re-runs it: that test() throws.
+TEST_F(GraphTest, RetryNodeThatThrowsIsThrownByTheTestThatRanIt) {
+  graph_impl_t graph(nullptr);
+  node_value_t* a_value = value("a");
+  a_value->retries_left = 1;
+  a_value->throws = true;
+  graph_node_t a = graph.add_node(run_node, a_value, nullptr);
+  graph_node_t b = add(graph, "b");
+  graph.add_edge(a, b, nullptr);
+  graph.start();
+  EXPECT_EQ(thrown_by([&] { (void)graph.test(); }), "node a failed");
+  EXPECT_EQ(take_log(), (log_t{"run a", "run a"})) << "b skipped";
+  EXPECT_TRUE(graph.test().is_retry()) << "thrown once, the round consumed";
+}
+
+// An edge fn that throws skips the edge's target only; a second exception
+// in the same call is dropped (the first is thrown).
+TEST_F(GraphTest, EdgeFnThatThrowsSkipsItsTarget) {
+  graph_impl_t graph(nullptr);
+  graph_node_t a = add(graph, "a");
+  graph_node_t b = add(graph, "b");
+  graph_node_t c = add(graph, "c");
+  graph.add_edge(GRAPH_START, a, throw_edge);
+  graph.add_edge(b, c, throw_edge);
+  EXPECT_EQ(thrown_by([&] { graph.start(); }), "edge null>a failed");
+  EXPECT_EQ(take_log(), (log_t{"throw null>a", "run b", "throw b>c"}));
   EXPECT_TRUE(graph.test().is_done());
 }
 

@@ -277,10 +277,14 @@ TEST(Misuse, RegisterRcompNotReserved) {
 constexpr lci::tag_t truncated_tag = 77;
 constexpr std::size_t capacity_bytes = 8;
 
-// The receive is posted first; the sender sends `size` bytes of 's'. The
-// receive completes with its capacity filled, and progress() reports the
-// truncation (length_error naming both sizes and the sender).
+// The receive is posted first; the sender sends `size` bytes of 's'.
+// progress() reports the truncation (length_error naming both sizes and the
+// sender) after the receive completed: an eager one with its capacity
+// filled; a zero-copy one (rendezvous) fatal with nothing written, and its
+// sender's send fatal too. Then the receiver frees its buffer and both keep
+// communicating: nothing may write into the freed buffer (asan).
 void truncated_after_posting(lci::sim::rank_env_t& env, std::size_t size) {
+  const bool zero_copy = size > lci::get_max_bcopy_size();
   const int me = env.rank();
   std::vector<char> payload(size, 's');
   std::vector<char> in(capacity_bytes, 0);
@@ -296,16 +300,27 @@ void truncated_after_posting(lci::sim::rank_env_t& env, std::size_t size) {
     status = post_retrying(
         [&] { return lci::post_send(1, payload.data(), payload.size(), truncated_tag, sync); });
     if (status.is_posted()) lci::sync_wait(sync, &status);
+    require(zero_copy ? status.error.errorcode == lci::errorcode_t::fatal : status.is_done(),
+            std::string("the truncated send's status ") + status.error.get_str());
   } else {
     expect_fatal<std::length_error>(
         "a truncated message", [&] { lci::sync_wait(sync, &status); },
         {std::to_string(size) + " bytes from rank 0", "tag " + std::to_string(truncated_tag),
          "truncated", std::to_string(capacity_bytes) + " bytes"});
-    // The receive itself completed, with what fitted.
-    lci::sync_wait(sync, &status);
-    require(status.size == capacity_bytes, "the truncated receive's size");
-    for (char c : in) require(c == 's', "the truncated receive's data");
+    // The receive itself finished before the throw.
+    require(lci::sync_test(sync, &status), "the truncated receive is still in flight");
+    if (zero_copy) {
+      require(status.error.errorcode == lci::errorcode_t::fatal && status.size == 0,
+              std::string("the truncated zero-copy receive's status ") + status.error.get_str());
+      for (char c : in) require(c == 0, "a truncated zero-copy receive wrote its buffer");
+    } else {
+      require(status.is_done() && status.size == capacity_bytes, "the truncated receive's size");
+      for (char c : in) require(c == 's', "the truncated receive's data");
+    }
+    in.clear();
+    in.shrink_to_fit();  // freed: a late write is a use-after-free (asan)
   }
+  round_trip(1 - me, 78);
   lci::free_comp(&sync);
 }
 

@@ -482,5 +482,56 @@ TEST_P(BackendConformance, RmaProtectionFaults) {
   });
 }
 
+// A dead peer is reported by the backend on its own (backend.hpp): each
+// device of each survivor gets exactly one peer_down naming it, with no
+// operation ever posted to it; operations to it still fail with
+// peer_crashed; the survivors keep talking to each other.
+TEST_P(BackendConformance, DeadPeerReportedOncePerDevice) {
+  constexpr int victim = 2;
+  constexpr std::size_t size_max = 64;
+  if (!GetParam().can_crash) GTEST_SKIP() << "this harness cannot crash a rank";
+  expect_ok(GetParam(), 3, [](rank_ctx_t& ctx) {
+    endpoint_t first(ctx);
+    endpoint_t second(ctx);
+    first.post_recv_buffers(4, size_max);
+    ctx.barrier();
+    if (first.rank == victim) ctx.crash();
+    for (endpoint_t* ep : {&first, &second}) {
+      ep->wait_for([&] { return !ep->peer_reports().empty(); }, "the dead peer's report");
+      // More polls: a second report for the same rank would show now.
+      for (int i = 0; i < 16; ++i) ep->poll();
+      const std::vector<net_status_t> reports = ep->peer_reports();
+      LCI_CONFORM(reports.size() == 1, "peer_down reports: " << reports.size());
+      const net_status_t& report = reports.front();
+      LCI_CONFORM(report.fault == net_fault_t::peer_crashed, describe_fault(report));
+      LCI_CONFORM(report.rank == victim, "the report names rank " << report.rank);
+      LCI_CONFORM(report.user_context == nullptr, "a report carries no user_context");
+      LCI_CONFORM(describe_fault(report).find("rank 2") != std::string::npos,
+                  describe_fault(report));
+    }
+    // Operations to the dead rank still fail as before.
+    std::vector<char> arena(size_max, 'd');
+    const net_mr_t mr = first.register_region(arena.data(), arena.size());
+    first.post("post_send to the dead rank", [&] {
+      return first.device().post_send(victim, arena.data(), 8, mr, 0, arena.data());
+    });
+    first.wait_for([&] { return first.local_count() == 1; }, "the send's fault");
+    const net_status_t fault = first.local().front();
+    LCI_CONFORM(fault.fault == net_fault_t::peer_crashed && fault.rank == victim,
+                describe_fault(fault));
+    LCI_CONFORM(fault.user_context == arena.data(), "the fault's user_context");
+    // The survivors still reach each other.
+    const int peer = 1 - first.rank;
+    first.post("post_send to the survivor", [&] {
+      return first.device().post_send(peer, arena.data(), 8, mr, 7, nullptr);
+    });
+    first.wait_for([&] { return first.received_count() == 1 && first.local_count() == 2; },
+                   "the survivor's message");
+    LCI_CONFORM(first.received().front().status.rank == peer, "message from the survivor");
+    LCI_CONFORM(first.peer_reports().size() == 1, "a second report");
+    ctx.barrier();
+  });
+}
+
 }  // namespace
 }  // namespace lci::conformance

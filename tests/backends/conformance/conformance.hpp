@@ -29,6 +29,11 @@
 
 namespace lci::conformance {
 
+class conformance_failure_t : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
 // One rank of a multi-rank run, as the suite sees it.
 class rank_ctx_t {
  public:
@@ -51,6 +56,11 @@ class rank_ctx_t {
     (void)poll;
   }
   virtual void remove_poller(const void* owner) { (void)owner; }
+  // Ends this rank as a crash would (nothing closed, no goodbye); does not
+  // return. Only called when the backend_case_t says can_crash.
+  [[noreturn]] virtual void crash() {
+    throw conformance_failure_t("this harness cannot crash a rank");
+  }
 };
 
 using rank_body_t = std::function<void(rank_ctx_t&)>;
@@ -65,16 +75,14 @@ struct backend_case_t {
   // A real-process backend runs only the tests written for as many ranks as
   // its launcher started; a provider may lack what one test checks.
   std::function<std::string(const std::string& test_name, int ranks_count)> skip_reason;
+  // Whether rank_ctx_t::crash() works (tests of dead peers are skipped
+  // otherwise).
+  bool can_crash = false;
 };
 
 inline std::string case_name(const ::testing::TestParamInfo<backend_case_t>& info) {
   return info.param.name;
 }
-
-class conformance_failure_t : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
 
 class BackendConformance : public ::testing::TestWithParam<backend_case_t> {};
 

@@ -131,6 +131,11 @@ class endpoint_t {
     std::lock_guard<std::mutex> guard(mutex_);
     return remote_writes_.size();
   }
+  // The backend's own dead-peer reports (opcode peer_down).
+  std::vector<backend::net_status_t> peer_reports() {
+    std::lock_guard<std::mutex> guard(mutex_);
+    return peer_reports_;
+  }
   std::size_t retries_count() {
     std::lock_guard<std::mutex> guard(mutex_);
     return retries_count_;
@@ -168,6 +173,7 @@ class endpoint_t {
   std::vector<received_t> received_;
   std::vector<backend::net_status_t> local_;
   std::vector<backend::net_status_t> remote_writes_;
+  std::vector<backend::net_status_t> peer_reports_;
   std::vector<std::size_t> to_repost_;
   std::size_t retries_count_ = 0;  // statistic, under mutex_
   // Last: destroyed (closing the device) before the receive buffers go.
@@ -199,6 +205,8 @@ inline std::size_t endpoint_t::poll() {
         repost.push_back(index - 1);
       } else if (status.opcode == backend::net_opcode_t::remote_write) {
         remote_writes_.push_back(status);
+      } else if (status.opcode == backend::net_opcode_t::peer_down) {
+        peer_reports_.push_back(status);
       } else {
         local_.push_back(status);
       }

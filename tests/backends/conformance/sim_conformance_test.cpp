@@ -25,6 +25,7 @@ class sim_rank_ctx_t final : public rank_ctx_t {
   void run_threads(int threads_count, const std::function<void(int)>& body) override {
     env_.run_threads(threads_count, body);
   }
+  [[noreturn]] void crash() override { env_.crash(); }
 
  private:
   sim::rank_env_t& env_;
@@ -55,6 +56,7 @@ backend_case_t sim_case(std::string name, std::uint64_t seed, sim::world_mode_t 
         });
     return report.ok ? std::string() : report.report;
   };
+  result.can_crash = true;
   return result;
 }
 

@@ -1,0 +1,182 @@
+// Posting options that restrict what a post may return, and drained
+// devices: allow_posted(false) makes every operation finish inside the post
+// (done) or leave nothing behind (retry), and refuses with a clear error
+// the operations that never finish at once; test_drained() reports a
+// device with any operation in flight (a rendezvous, a send awaiting its
+// completion), not only a non-empty backlog.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <functional>
+#include <initializer_list>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "lci.hpp"
+#include "sim/sim_harness_gtest.hpp"
+#include "tests/runtime/runtime_test_util.hpp"
+
+namespace {
+
+using lci::runtime_test::post_retrying;
+using lci::runtime_test::require;
+
+int peer_of(int rank) { return 1 - rank; }
+
+// `call` must throw std::invalid_argument whose message has every fragment.
+template <typename Call>
+void expect_invalid(const std::string& what, Call&& call,
+                    std::initializer_list<std::string> fragments) {
+  try {
+    call();
+  } catch (const std::invalid_argument& error) {
+    const std::string message = error.what();
+    for (const std::string& fragment : fragments) {
+      require(message.find(fragment) != std::string::npos,
+              what + ": the message \"" + message + "\" lacks \"" + fragment + "\"");
+    }
+    return;
+  }
+  throw std::runtime_error(what + ": did not throw std::invalid_argument");
+}
+
+void run_two_ranks(const std::function<void(lci::sim::rank_env_t&)>& body) {
+  lci::sim::sweep_t sweep;
+  sweep.seeds_count = 4;
+  sweep.configure = [](lci::sim::run_options_t& options) { options.log = false; };
+  lci::sim::expect_runs_ok(2, sweep, [&body](lci::sim::rank_env_t& env) {
+    lci::g_runtime_init();
+    body(env);
+    lci::barrier();
+    lci::g_runtime_fina();
+  });
+}
+
+// Rank 1's receive with allow_posted(false) returns retry while no message
+// waits, and stores nothing: the message rank 0 sends after the barrier is
+// taken by a later such receive (done, data in place), and the
+// synchronizer passed along is never signalled.
+TEST(AllowPosted, ReceiveFinishesAtOnceOrLeavesNothing) {
+  run_two_ranks([](lci::sim::rank_env_t& env) {
+    const int peer = peer_of(env.rank());
+    constexpr lci::tag_t tag = 77;
+    char data[32];
+    lci::comp_t sync = lci::alloc_sync();
+    if (env.rank() == 1) {
+      std::memset(data, 0, sizeof(data));
+      const lci::status_t early =
+          lci::post_recv_x(peer, data, sizeof(data), tag, sync).allow_posted(false)();
+      require(early.is_retry(), "a receive before any message: not retry");
+      lci::barrier();
+      lci::status_t status;
+      do {
+        (void)lci::progress();
+        status = lci::post_recv_x(peer, data, sizeof(data), tag, sync).allow_posted(false)();
+        require(!status.is_posted(), "allow_posted(false) receive returned posted");
+      } while (status.is_retry());
+      require(status.is_done() && status.rank == peer && status.tag == tag &&
+                  status.size == sizeof(data),
+              "the at-once receive's status is wrong");
+      for (char c : data) require(c == 'x', "the at-once receive's data is wrong");
+      require(!lci::sync_test(sync, nullptr), "an at-once receive signalled its comp");
+    } else {
+      std::memset(data, 'x', sizeof(data));
+      lci::barrier();
+      const lci::status_t status = post_retrying([&] {
+        return lci::post_send_x(peer, data, sizeof(data), tag, sync).allow_posted(false)();
+      });
+      require(status.is_done(), "a small buffer-copy send did not finish at once");
+      require(!lci::sync_test(sync, nullptr), "an at-once send signalled its comp");
+    }
+    lci::free_comp(&sync);
+  });
+}
+
+// Operations that never finish inside the post are refused, naming why;
+// so are option pairs that leave no outcome to report.
+TEST(AllowPosted, OperationsThatNeverFinishAtOnceAreRefused) {
+  run_two_ranks([](lci::sim::rank_env_t& env) {
+    const int peer = peer_of(env.rank());
+    const std::size_t large = lci::get_max_bcopy_size() * 2;
+    std::vector<char> buffer(large);
+    lci::comp_t sync = lci::alloc_sync();
+    expect_invalid("zero-copy send",
+                   [&] {
+                     (void)lci::post_send_x(peer, buffer.data(), large, 1, sync)
+                         .allow_posted(false)();
+                   },
+                   {"allow_posted = false", "size = " + std::to_string(large)});
+    expect_invalid("zero-copy AM with COMP_NULL_RETRY",
+                   [&] { (void)lci::post_am(peer, buffer.data(), large, lci::COMP_NULL_RETRY, 1); },
+                   {"COMP_NULL_RETRY", "zero-copy"});
+    expect_invalid("network-semantic send",
+                   [&] {
+                     (void)lci::post_send_x(peer, buffer.data(), 8, 1, sync)
+                         .comp_semantic(lci::comp_semantic_t::network)
+                         .allow_posted(false)();
+                   },
+                   {"comp_semantic = network"});
+    lci::mr_t mr = lci::register_memory(buffer.data(), buffer.size());
+    const lci::rmr_t rmr = lci::get_rmr(mr);
+    expect_invalid("get",
+                   [&] {
+                     (void)lci::post_get_x(peer, buffer.data(), 8, sync, 0, rmr)
+                         .allow_posted(false)();
+                   },
+                   {"a get"});
+    expect_invalid("allow_posted and allow_retry false",
+                   [&] {
+                     (void)lci::post_send_x(peer, buffer.data(), 8, 1, sync)
+                         .allow_posted(false)
+                         .allow_retry(false)();
+                   },
+                   {"allow_posted = false with allow_retry = false"});
+    expect_invalid("allow_posted and allow_done false",
+                   [&] {
+                     (void)lci::post_recv_x(peer, buffer.data(), 8, 1, sync)
+                         .allow_posted(false)
+                         .allow_done(false)();
+                   },
+                   {"allow_posted = false with allow_done = false"});
+    lci::deregister_memory(&mr);
+    require(!lci::sync_test(sync, nullptr), "a refused post signalled its comp");
+    lci::free_comp(&sync);
+  });
+}
+
+// Rank 0 posts a rendezvous send before rank 1 posts its receive (the
+// barrier orders them): rank 0's device is not drained until the send
+// finished, whatever the backlog holds; afterwards both devices drain.
+TEST(TestDrained, ReportsARendezvousInFlight) {
+  run_two_ranks([](lci::sim::rank_env_t& env) {
+    const int peer = peer_of(env.rank());
+    const std::size_t large = lci::get_max_bcopy_size() * 2;
+    std::vector<char> buffer(large, env.rank() == 0 ? 'r' : 0);
+    lci::comp_t sync = lci::alloc_sync();
+    constexpr lci::tag_t tag = 5;
+    if (env.rank() == 0) {
+      const lci::status_t posted =
+          post_retrying([&] { return lci::post_send(peer, buffer.data(), large, tag, sync); });
+      require(posted.is_posted(), "a rendezvous send finished at once");
+      require(lci::test_drained().is_retry(), "drained with a rendezvous send in flight");
+      lci::barrier();
+    } else {
+      lci::barrier();
+      const lci::status_t posted =
+          post_retrying([&] { return lci::post_recv(peer, buffer.data(), large, tag, sync); });
+      require(posted.is_posted(), "a rendezvous receive finished at once");
+    }
+    lci::status_t status;
+    lci::sync_wait(sync, &status);
+    require(status.is_done() && status.size == large, "the rendezvous failed");
+    lci::wait_drained();
+    require(lci::test_drained().is_done(), "not drained after wait_drained");
+    if (env.rank() == 1) {
+      for (char c : buffer) require(c == 'r', "the rendezvous data is wrong");
+    }
+    lci::free_comp(&sync);
+  });
+}
+
+}  // namespace
