@@ -12,6 +12,7 @@
 #include "lci/util/assert.hpp"
 #include "lci/util/spinlock.hpp"
 #include "sim/sim_context.hpp"
+#include "sim/sim_process.hpp"
 #include "sim/sim_rank_host.hpp"
 
 namespace lci::sim {
@@ -86,14 +87,36 @@ run_options_t default_run_options(std::uint64_t seed, world_mode_t mode) {
 
 // ---- rank_env_t ----
 
-int rank_env_t::ranks_count() const { return state_->world.ranks_count(); }
+namespace {
+[[noreturn]] void throw_sim_only(const char* call) {
+  throw std::logic_error(std::string("rank_env_t::") + call +
+                         ": the simulated world does not exist in process mode (a real "
+                         "network, sim_process.hpp); check simulated() and skip");
+}
+}  // namespace
+
+int rank_env_t::ranks_count() const {
+  if (job_ != nullptr) return job_->ranks_count();
+  return state_->world.ranks_count();
+}
 bool rank_env_t::deterministic() const {
+  if (job_ != nullptr) return false;
   return state_->world.mode() == world_mode_t::deterministic;
 }
-backend::net_context_t& rank_env_t::context() { return *state_->contexts[rank_]; }
-world_t& rank_env_t::world() { return state_->world; }
+backend::net_context_t& rank_env_t::context() {
+  if (job_ != nullptr) return job_->context();
+  return *state_->contexts[rank_];
+}
+world_t& rank_env_t::world() {
+  if (job_ != nullptr) throw_sim_only("world()");
+  return state_->world;
+}
 
 void rank_env_t::wait(const char* what) {
+  if (job_ != nullptr) {
+    std::this_thread::yield();  // let the peers on this machine run
+    return;
+  }
   state_->world.note_wait(rank_, what);
   if (deterministic()) {
     scheduler_t::wait(what);
@@ -110,6 +133,10 @@ void rank_env_t::barrier() { allgather(nullptr, 0, nullptr); }
 
 void rank_env_t::allgather(const void* mine, std::size_t bytes, void* all) {
   LCI_ASSERT(bytes <= allgather_bytes_max, "allgather: over allgather_bytes_max");
+  if (job_ != nullptr) {
+    job_->allgather(mine, bytes, all);
+    return;
+  }
   harness_state_t& s = *state_;
   std::uint64_t generation;
   {
@@ -137,12 +164,17 @@ void rank_env_t::allgather(const void* mine, std::size_t bytes, void* all) {
 }
 
 void rank_env_t::crash() {
+  if (job_ != nullptr) throw_sim_only("crash()");
   state_->world.crash_rank(rank_);
   throw rank_crashed_t(rank_);
 }
 
 void rank_env_t::run_threads(int threads_count, const std::function<void(int)>& body) {
   LCI_ASSERT(threads_count >= 1, "run_threads needs a thread");
+  if (job_ != nullptr) {
+    run_os_threads(threads_count, body);
+    return;
+  }
   harness_state_t* state = state_;
   if (!deterministic()) {
     std::vector<std::thread> threads;
@@ -251,10 +283,38 @@ void run_concurrent(harness_state_t& state, const std::function<void(rank_env_t&
   }
 }
 
+// Process mode (sim_process.hpp): the body once, as this process's rank.
+run_report_t run_process(int ranks_count, const run_options_t& options,
+                         const std::function<void(rank_env_t&)>& body) {
+  run_report_t report;
+  report.mode = world_mode_t::concurrent;
+  report.seed = options.world.seed;
+  process_job_t& job = process_job_t::get();
+  if (ranks_count != job.ranks_count()) {
+    report.ok = true;
+    report.skipped = true;
+    report.report = "written for " + std::to_string(ranks_count) + " ranks; this job has " +
+                    std::to_string(job.ranks_count());
+    return report;
+  }
+  rank_env_t env(&job, job.rank());
+  try {
+    body(env);
+  } catch (const std::exception& error) {
+    job.fail(options.name, error.what());
+  } catch (...) {
+    job.fail(options.name, "an exception of unknown type");
+  }
+  job.barrier();  // the next run starts once every rank finished this one
+  report.ok = true;
+  return report;
+}
+
 }  // namespace
 
 run_report_t run_ranks(int ranks_count, const run_options_t& options_in,
                        const std::function<void(rank_env_t&)>& body) {
+  if (process_mode()) return run_process(ranks_count, options_in, body);
   run_options_t options = options_in;
   options.world.ranks_count = ranks_count;
   run_report_t report;

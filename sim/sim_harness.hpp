@@ -1,6 +1,8 @@
 // run_ranks(): write a multi-rank test once, run it on a simulated world in
 // deterministic mode (every rank, and every thread a rank starts, a fiber of
-// one seeded scheduler_t) or in concurrent mode (real OS threads).
+// one seeded scheduler_t) or in concurrent mode (real OS threads) — or, in
+// process mode, once per process of a job started by a launcher, over a real
+// network (sim_process.hpp: `tools/lcirun -n 2 bazel-bin/tests/...`).
 //
 //   lci::sim::run_options_t options = lci::sim::default_run_options(seed);
 //   lci::sim::run_report_t report = lci::sim::run_ranks(4, options,
@@ -17,12 +19,22 @@
 // every rank's network state; concurrent mode has a wall-clock timeout that
 // reports the same instead of hanging.
 //
+// Process mode (sim_process.hpp says when and how): the body runs once, as
+// this process's rank; a run for another rank count than the job's is
+// skipped (report.skipped); a body that throws ends the process with
+// "FAILED <options.name> on rank <r>" (its peers would wait for it). Bodies
+// that need the simulator (world(), crash(), injected faults) check
+// rank_env_t::simulated() or process_mode() and skip. Seeds, modes, faults,
+// leftovers checks and the scheduler options mean nothing there.
+//
 // Thread safety: run_ranks() may run concurrently with other run_ranks()
-//                calls on other threads (each has its own world). A
+//                calls on other threads (each has its own world; not in
+//                process mode: one job, one run at a time). A
 //                rank_env_t belongs to its rank: barrier()/allgather() by
 //                one thread of the rank at a time; wait()/yield() from any.
 // Blocking:      run_ranks() blocks until the run ends (bounded by the
-//                scheduler's steps_max/ticks_max or concurrent_timeout_ms).
+//                scheduler's steps_max/ticks_max or concurrent_timeout_ms;
+//                in process mode by the launcher's timeout).
 // Allocation:    per run: the world, contexts, fibers or threads.
 #pragma once
 
@@ -60,6 +72,7 @@ struct run_options_t {
   bool check_leftovers = true;
   std::uint64_t concurrent_timeout_ms = 20000;
   bool log = true;  // print the world's parameters first and failures to stderr
+  std::string name = "run_ranks body";  // process mode: names the run in a failure line
 };
 
 // world.seed = seed, environment applied (LCI_SIM_FAULT_*, LCI_SIM_TRACE).
@@ -68,6 +81,7 @@ run_options_t default_run_options(std::uint64_t seed,
 
 struct run_report_t {
   bool ok = false;
+  bool skipped = false;  // process mode: the job has another rank count (see report)
   world_mode_t mode = world_mode_t::deterministic;
   std::uint64_t seed = 0;
   run_result_t::kind_t kind = run_result_t::kind_t::finished;  // deterministic mode
@@ -77,36 +91,46 @@ struct run_report_t {
   std::vector<int> crashed_ranks;
   std::uint64_t faults_injected[fault_kinds_count] = {};
   std::uint64_t deliveries_count = 0;
-  std::string report;  // "" when ok; else the cause, seed, world state, replay line
+  std::string report;  // "" when ok; else the cause, seed, world state, replay line;
+                       // skipped: why
   std::string replay;  // LCI_SIM_SEED=<seed> <command> (deterministic mode)
 };
 
 struct harness_state_t;
+class process_job_t;
 
 class rank_env_t {
  public:
   rank_env_t(harness_state_t* state, int rank) : state_(state), rank_(rank) {}
+  // Process mode: this process's rank of the job.
+  rank_env_t(process_job_t* job, int rank) : job_(job), rank_(rank) {}
   int rank() const { return rank_; }
   int ranks_count() const;
   bool deterministic() const;
+  // False in process mode, where world() and crash() throw std::logic_error.
+  bool simulated() const { return job_ == nullptr; }
   backend::net_context_t& context();
   world_t& world();
 
   // A scheduling point while waiting for `what` (a literal; deadlock and
-  // timeout reports show it). Concurrent mode: an OS yield and a timeout check.
+  // timeout reports show it). Concurrent mode: an OS yield and a timeout
+  // check. Process mode: an OS yield.
   void wait(const char* what);
-  // All live ranks meet (out of band, not through the network).
+  // All live ranks meet (out of band, not through the network; in process
+  // mode through the bootstrap, see sim_process.hpp "Blocking").
   void barrier();
   // Out-of-band allgather: all[r * bytes ...] gets rank r's `mine`.
   void allgather(const void* mine, std::size_t bytes, void* all);
   // Runs body(0..threads_count-1) as fibers (deterministic) or OS threads
-  // (concurrent) of this rank and returns when all have returned.
+  // (concurrent, process mode) of this rank and returns when all have
+  // returned.
   void run_threads(int threads_count, const std::function<void(int)>& body);
   // Crashes this rank: peers see peer_crashed; throws rank_crashed_t.
   [[noreturn]] void crash();
 
  private:
-  harness_state_t* state_;
+  harness_state_t* state_ = nullptr;  // simulated
+  process_job_t* job_ = nullptr;      // process mode
   int rank_;
 };
 

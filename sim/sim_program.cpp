@@ -4,10 +4,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <stdexcept>
+#include <exception>
 #include <string>
 
 #include "sim/sim_harness.hpp"
+#include "sim/sim_process.hpp"
 #include "sim/sim_rank_host.hpp"
 #include "sim/sim_seed.hpp"
 
@@ -26,9 +27,21 @@ int env_int(const char* name, int fallback) {
   }
   return static_cast<int>(value);
 }
+
+// Process mode: this process is the rank.
+int run_process_rank(int argc, char** argv, rank_main_t rank_main) {
+  try {
+    return rank_main(argc, argv);
+  } catch (const std::exception& error) {
+    std::fprintf(stderr, "rank_main threw: %s\n", error.what());
+    return 1;
+  }
+}
+
 }  // namespace
 
 int run_program(int argc, char** argv, int ranks_default, rank_main_t rank_main) {
+  if (process_mode()) return run_process_rank(argc, argv, rank_main);
   const int ranks = env_int("LCI_SIM_RANKS", ranks_default);
   const char* mode_text = std::getenv("LCI_SIM_MODE");
   const world_mode_t mode = mode_text != nullptr && std::strcmp(mode_text, "concurrent") == 0
@@ -53,7 +66,10 @@ int run_program(int argc, char** argv, int ranks_default, rank_main_t rank_main)
 
 void run_threads(int threads_count, const std::function<void(int)>& body) {
   rank_host_t* host = rank_host_t::current();
-  if (host == nullptr) throw std::logic_error("lci::sim::run_threads outside a simulated rank");
+  if (host == nullptr) {
+    run_os_threads(threads_count, body);
+    return;
+  }
   host->env().run_threads(threads_count, body);
 }
 

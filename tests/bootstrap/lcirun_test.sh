@@ -71,6 +71,13 @@ run signal -n 2 bash -c '[ "$LCIRUN_RANK" = 1 ] && kill -SEGV $$; exec sleep 60'
 expect_status signal 139
 expect_line signal err "lcirun: rank 1 was killed by SIGSEGV"
 
+# --- --grace: after rank 1 dies, rank 0 finishes on its own (its line is
+# forwarded); the status stays the first failure's
+run grace -n 2 --grace 30 bash -c '[ "$LCIRUN_RANK" = 1 ] && kill -KILL $$; sleep 1; echo survived'
+expect_status grace 137
+expect_line grace err "lcirun: rank 1 was killed by SIGKILL; giving ranks 0 up to 30 s to finish"
+expect_line grace out "[0] survived"
+
 # --- the timeout: 124, naming the ranks still running (rank 1 has 3 s to
 # start and exit even on a loaded machine)
 run timeout -n 3 --timeout 3 bash -c '

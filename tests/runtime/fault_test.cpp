@@ -72,6 +72,7 @@ class FaultWorkload : public ::testing::TestWithParam<fault_param_t> {};
 // An eager size through a shared device and completion queue, and a
 // zero-copy size through per-thread devices and handlers.
 TEST_P(FaultWorkload, DeliversEveryMessageExactlyOnce) {
+  LCI_SIM_ONLY("injects faults through the simulated world");
   const fault_rate_t fault = std::get<0>(GetParam());
   std::uint64_t injected = 0;
   for (const bool zero_copy : {false, true}) {
@@ -107,6 +108,7 @@ constexpr fault_rate_t full_send_queue{fault_kind_t::send_queue_full, 0.3};
 // A full send queue makes posts return retry; the caller progresses and
 // posts again.
 TEST(FaultPaths, PostsReturnRetryAndSucceedLater) {
+  LCI_SIM_ONLY("injects faults through the simulated world");
   workload_stats_t stats;
   for (const paradigm_t paradigm : {paradigm_t::send_recv, paradigm_t::am, paradigm_t::put,
                                     paradigm_t::get_signal}) {
@@ -127,6 +129,7 @@ TEST(FaultPaths, PostsReturnRetryAndSucceedLater) {
 class BacklogWorkload : public ::testing::TestWithParam<paradigm_t> {};
 
 TEST_P(BacklogWorkload, RefusedPostsCompleteFromTheBacklog) {
+  LCI_SIM_ONLY("injects faults through the simulated world");
   workload_stats_t stats;
   for (const size_class_t size : {size_class_t::eight, size_class_t::bcopy, size_class_t::k64}) {
     workload_t workload;
@@ -153,6 +156,7 @@ INSTANTIATE_TEST_SUITE_P(EachParadigm, BacklogWorkload,
 // COMP_NULL sends and active messages: done at once, or queued on the
 // backlog when the network refuses; the target receives each exactly once.
 TEST(FaultPaths, CompNullSendsArriveExactlyOnce) {
+  LCI_SIM_ONLY("injects faults through the simulated world");
   workload_stats_t stats;
   for (const paradigm_t paradigm : {paradigm_t::send_recv, paradigm_t::am}) {
     for (const size_class_t size : {size_class_t::zero, size_class_t::inject,
@@ -174,6 +178,7 @@ TEST(FaultPaths, CompNullSendsArriveExactlyOnce) {
 // The write rendezvous protocol (a FIN message instead of a write with
 // immediate data) under reordering and a full send queue.
 TEST(FaultPaths, WriteRendezvousUnderFaults) {
+  LCI_SIM_ONLY("injects faults through the simulated world");
   for (const fault_rate_t fault : {full_send_queue, fault_rate_t{fault_kind_t::reorder, 0.5}}) {
     for (const paradigm_t paradigm : {paradigm_t::send_recv, paradigm_t::am}) {
       workload_t workload;

@@ -1,5 +1,5 @@
 // The backend conformance suite over libfabric, as real processes. Started
-// by tools/lcirun -n N (ofi_conformance_test.sh), each process is one rank;
+// by tools/lcirun -n N (tests/backends/ofi/BUILD), each process is one rank;
 // a test body runs once here, as this process's rank, on devices of the
 // process's ofi context (provider: LCI_ATTR_OFI_PROVIDER_NAME, else the
 // backend's default). Tests written for a rank count other than N are
@@ -128,7 +128,7 @@ class ofi_rank_ctx_t final : public rank_ctx_t {
   // Runs `blocking` (a bootstrap collective) on a helper thread while this
   // thread keeps polling the registered endpoints. The wait has no bound of
   // its own: a peer that never arrives is ended by the launcher's timeout
-  // (ofi_conformance_test.sh), which names the ranks still running.
+  // (tests/backends/ofi/BUILD), which names the ranks still running.
   void while_polling(const std::function<void()>& blocking) {
     auto state = std::make_shared<waiter_state_t>();
     std::thread waiter([state, &blocking] {

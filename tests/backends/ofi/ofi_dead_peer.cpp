@@ -1,8 +1,9 @@
 // A peer that dies must surface as a fault naming it, never as a hang. Run
-// under tools/lcirun -n 2 (ofi_dead_peer_test.sh): both ranks open a device;
+// under tools/lcirun -n 2 (tests/backends/ofi/BUILD): both ranks open a device;
 // rank 1 then exits without closing anything (as a crash would leave it),
 // and rank 0 keeps sending to it until a completion reports peer_crashed for
-// rank 1, then checks that a put and a get to it fail the same way. Prints
+// rank 1, then checks that a put and a get to it fail the same way, and that
+// the device reported the dead rank on its own exactly once (peer_down). Prints
 // "dead peer reported: <describe_fault>" and exits 0; exits 1 on anything
 // else, or when nothing was reported within deadline_s.
 #include <sched.h>
@@ -49,13 +50,25 @@ bool past(std::chrono::steady_clock::time_point deadline) {
   return std::chrono::steady_clock::now() > deadline;
 }
 
-// Polls until a completion with a fault arrives; successes are skipped.
+// The backend's own dead-peer reports (opcode peer_down) seen so far.
+int g_peer_down_reports = 0;
+
+// Polls until a completion with a fault arrives; successes are skipped, and
+// so are peer_down reports (counted; each must name rank 1).
 net_status_t wait_for_fault(net_device_t& device, std::chrono::steady_clock::time_point deadline,
                             const std::function<void()>& between) {
   net_status_t statuses[16];
   while (!past(deadline)) {
     const std::size_t count = device.poll_comp(statuses, 16);
     for (std::size_t i = 0; i < count; ++i) {
+      if (statuses[i].opcode == net_opcode_t::peer_down) {
+        if (statuses[i].rank != 1 || statuses[i].fault != net_fault_t::peer_crashed ||
+            statuses[i].user_context != nullptr) {
+          fail("a malformed peer_down report: " + lci::backend::describe_fault(statuses[i]));
+        }
+        ++g_peer_down_reports;
+        continue;
+      }
       if (statuses[i].fault != net_fault_t::none) return statuses[i];
     }
     between();
@@ -125,6 +138,18 @@ int main() {
   });
   check_crash_fault(get_fault, net_opcode_t::read);
   if (std::string(local.data(), 16) != std::string(16, 'x')) fail("a failed get wrote");
+  // The network's own report (once for this device), whether or not it came
+  // before the faults above.
+  for (int polls = 0; g_peer_down_reports == 0 && !past(deadline); ++polls) {
+    net_status_t status;
+    if (device->poll_comp(&status, 1) == 1 && status.opcode == net_opcode_t::peer_down) {
+      ++g_peer_down_reports;
+    }
+    sched_yield();
+  }
+  if (g_peer_down_reports != 1) {
+    fail("peer_down reports for rank 1: " + std::to_string(g_peer_down_reports));
+  }
   std::printf("dead peer reported: %s\n", lci::backend::describe_fault(get_fault).c_str());
   device->deregister_memory(&local_mr);
   device->deregister_memory(&exposed_mr);

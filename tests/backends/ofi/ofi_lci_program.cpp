@@ -1,5 +1,5 @@
 // A small LCI program that runs as real processes over libfabric: started
-// by tools/lcirun -n N (ofi_lci_program_test.sh), each process is one rank
+// by tools/lcirun -n N (tests/backends/ofi/BUILD), each process is one rank
 // whose runtime finds its network through the process host
 // (lci/runtime/process_host.hpp). Every rank, around a ring:
 //   1. send/recv: sends a tagged message to the next rank and receives the

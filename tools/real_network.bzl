@@ -1,0 +1,91 @@
+"""real_network_tests: run a test binary or an LCI program as real processes.
+
+For each (provider, N[, checks]) in `runs`, an sh_test
+`<name>_ofi_<provider>_<N>_test` runs `program` as N ranks under
+tools/lcirun over that libfabric provider (tools/program_test.sh):
+
+    real_network_tests(
+        name = "runtime_smoke_test",
+        program = ":runtime_smoke_test",
+        gtest = True,                      # every rank must pass >= 1 test
+        runs = [("shm", 2), ("tcp", 2), ("shm", 4)],
+    )
+
+providers: "shm" (shm) and "tcp" (tcp;ofi_rxm). A gtest binary runs in the
+harness's process mode (sim/sim_process.hpp): each test body once per
+process; tests written for another rank count skip. `checks` are further
+program_test.sh arguments (--expect ..., --status ...), `args` the program's
+own arguments. The tests build only with --config=ofi (default builds skip
+them as incompatible) and are tagged "real_network"; CI runs them with
+`--test_tag_filters=real_network` (.ci/run). shm runs are also "exclusive":
+two shm jobs at once on this machine made devices fail to open
+(fi_enable: EBUSY, libfabric 1.17), one alone never did.
+"""
+
+PROVIDERS = {
+    "shm": "shm",
+    "tcp": "tcp;ofi_rxm",
+}
+
+def real_network_tests(
+        name,
+        program,
+        runs,
+        gtest = False,
+        args = [],
+        timeout_s = 120,
+        grace_s = None,
+        size = "medium",
+        tags = []):
+    """One sh_test per run; see the module docstring.
+
+    Args:
+      name: prefix of the test names.
+      program: label of the binary (a cc_binary or cc_test).
+      runs: list of (provider, ranks) or (provider, ranks, checks).
+      gtest: expect "[  PASSED  ] <k> test(s)." with k >= 1 from every rank.
+      args: arguments of the program (each run).
+      timeout_s: lcirun --timeout (the job is ended after it).
+      grace_s: lcirun --grace (seconds the ranks get after one failed).
+      size: Bazel size of each sh_test.
+      tags: extra tags.
+    """
+    program_args = []
+    for arg in args:
+        program_args += ["--arg", "'%s'" % arg]
+    for run in runs:
+        provider, ranks = run[0], run[1]
+        checks = list(run[2]) if len(run) > 2 else []
+        if gtest:
+            checks = [
+                "--expect-lines",
+                "'^\\[  PASSED  \\] [1-9][0-9]* tests?\\.$$'",
+                str(ranks),
+            ] + checks
+        launch = [
+            "--lcirun",
+            "$(rootpath //tools:lcirun)",
+            "-n",
+            str(ranks),
+            "--provider",
+            "'%s'" % PROVIDERS[provider],
+            "--timeout",
+            str(timeout_s),
+        ]
+        if grace_s != None:
+            launch += ["--grace", str(grace_s)]
+        native.sh_test(
+            name = "%s_ofi_%s_%d_test" % (name, provider, ranks),
+            size = size,
+            srcs = ["//tools:program_test.sh"],
+            args = launch + ["$(rootpath %s)" % program] + program_args + checks,
+            data = [
+                program,
+                "//tools:lcirun",
+            ],
+            target_compatible_with = select({
+                "//config:ofi_enabled": [],
+                "//conditions:default": ["//config:not_compiled_in"],
+            }),
+            tags = ["real_network"] + tags + (["exclusive"] if provider == "shm" else []),
+        )
