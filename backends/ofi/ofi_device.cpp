@@ -44,6 +44,9 @@ constexpr std::size_t msg_size_cap = std::numeric_limits<std::uint32_t>::max();
 constexpr std::size_t inject_size_cap = 4096;
 // CQ entries read per fi_cq_readfrom call, and calls per poll_comp: bounds
 // the time one poll holds the endpoint lock.
+// dead_ values beyond 0 (alive).
+constexpr unsigned char dead_found = 1;     // not reported yet
+constexpr unsigned char dead_reported = 2;  // peer_down returned once
 constexpr std::size_t cq_batch_max = 16;
 constexpr std::size_t cq_reads_max = 8;
 // The tag of every notice (the only tagged messages this backend sends).
@@ -55,6 +58,9 @@ constexpr std::uint64_t notice_tag = 0x4C4349;  // "LCI"
 // operation fails on the old connection again.
 constexpr std::uint8_t connection_reposts_max = 5;
 constexpr std::uint64_t repost_delay_ns = 20'000'000;
+// How long a refused RMA waits before it is reported, so that a target that
+// was being killed shows as dead (translate_error_locked).
+constexpr std::uint64_t fault_verdict_delay_ns = 100'000'000;
 
 // The largest endpoint name this backend publishes (the bootstrap's limit).
 constexpr std::size_t name_size_max = 1024;
@@ -159,6 +165,8 @@ ofi_device_t::ofi_device_t(const fi_info* info, fid_fabric* fabric, const peer_t
       checked_(peers.rank_n(), 0) {
   LCI_ASSERT(rank_me >= 0 && rank_me < rank_n_, "rank_me outside the job");
   LCI_ASSERT(attr_.net_max_sends > 0 && attr_.net_max_recvs > 0, "provider queues are empty");
+  const char* provider = info->fabric_attr->prov_name;
+  injects_final_ = provider != nullptr && std::string(provider) == "shm";
   const int mr_mode = info->domain_attr->mr_mode;
   virt_addr_ = (mr_mode & FI_MR_VIRT_ADDR) != 0;
   provider_keys_ = (mr_mode & FI_MR_PROV_KEY) != 0;
@@ -263,6 +271,16 @@ void ofi_device_t::fail_locked(op_t* op, net_fault_t fault) {
   ops_.push_failed(op);
 }
 
+error_t ofi_device_t::refused_locked(int rank) {
+  // One progress call (count 0 moves nothing): a provider that needs
+  // progress to free queue room, or to finish connecting, gets it even if
+  // the caller only retries.
+  fi_cq_data_entry unused;
+  (void)fi_cq_read(cq_, &unused, 0);
+  note_idle_locked(rank);
+  return errorcode_t::retry_nomem;
+}
+
 error_t ofi_device_t::finish_post_locked(op_t* op, long rc, const char* call) {
   const error_t accepted =
       op->opcode == net_opcode_t::recv || op->silent ? errorcode_t::done : errorcode_t::posted;
@@ -273,13 +291,7 @@ error_t ofi_device_t::finish_post_locked(op_t* op, long rc, const char* call) {
   const int rank = op->rank;
   if (rc == -FI_EAGAIN) {
     ops_.release(op);
-    // One progress call (count 0 moves nothing): a provider that needs
-    // progress to free queue room, or to finish connecting, gets it even if
-    // the caller only retries.
-    fi_cq_data_entry unused;
-    (void)fi_cq_read(cq_, &unused, 0);
-    note_idle_locked(rank);
-    return errorcode_t::retry_nomem;
+    return refused_locked(rank);
   }
   if (is_connection_error(static_cast<int>(-rc))) {
     fail_locked(op, net_fault_t::peer_crashed);
@@ -309,6 +321,14 @@ error_t ofi_device_t::post_message(int rank, const void* buffer, std::size_t siz
                                    net_imm_data_t imm_data, void* user_context, bool silent) {
   util::try_lock_guard_t guard(lock_);
   if (!guard.owns_lock()) return errorcode_t::retry_lock;
+  if (silent && injects_final_ && dead_[rank] == 0) {
+    // No op, no completion (see injects_final_): fi_injectdata never
+    // generates one.
+    const long rc = fi_injectdata(ep_, buffer, size, imm_data, static_cast<fi_addr_t>(rank));
+    if (rc == 0) return errorcode_t::done;
+    if (rc == -FI_EAGAIN) return refused_locked(rank);
+    // Any other refusal takes the tracked path below, which reports it.
+  }
   op_t* op = ops_.alloc(op_pool_t::send);
   if (op == nullptr) return errorcode_t::retry_nomem;
   op->opcode = net_opcode_t::send;
@@ -459,6 +479,7 @@ std::size_t ofi_device_t::poll_comp(net_status_t* statuses, std::size_t statuses
   if (!guard.owns_lock()) return 0;
   retry_deferred_locked();
   std::size_t count = report_failed_locked(statuses, statuses_max);
+  count += report_dead_locked(statuses + count, statuses_max - count);
   bool stop = false;
   for (std::size_t reads = 0; reads < cq_reads_max && count < statuses_max && !stop; ++reads) {
     count += read_cq_locked(statuses + count, statuses_max - count, count > 0, &stop);
@@ -632,6 +653,12 @@ void ofi_device_t::retry_deferred_locked() {
       post_notice_locked(op);
     } else if (op->repost_at_ns > now_ns) {
       ops_.push_deferred(op);
+    } else if (op->fault != net_fault_t::none) {
+      // A refused RMA's verdict (translate_error_locked): a target dead by
+      // now was the cause.
+      const bool peer_dead = !peers_.is_alive(op->rank);
+      if (peer_dead) mark_dead_locked(op->rank);
+      fail_locked(op, peer_dead ? net_fault_t::peer_crashed : net_fault_t::protection);
     } else {
       repost_rma_locked(op);
     }
@@ -677,8 +704,19 @@ bool ofi_device_t::translate_error_locked(net_status_t* status) {
   status->rank = op->rank;
   status->user_context = op->user_context;
   status->length = op->length;
-  status->fault = is_connection_error(code) || !rma ? net_fault_t::peer_crashed
-                                                    : net_fault_t::protection;
+  const bool peer_dead = is_connection_error(code) || !peers_.is_alive(op->rank);
+  if (rma && !peer_dead) {
+    // tcp fails the RMAs of a killed peer with the code it gives an RMA the
+    // (live) target refused, and the failure can arrive before the peer's
+    // pid looks dead: the verdict waits a moment (retry_deferred_locked).
+    op->fault = net_fault_t::protection;
+    op->repost_at_ns = steady_now_ns() + fault_verdict_delay_ns;
+    op->state = op_state_t::taken;
+    ops_.push_deferred(op);
+    return false;
+  }
+  status->fault = peer_dead || !rma ? net_fault_t::peer_crashed : net_fault_t::protection;
+  if (peer_dead) mark_dead_locked(op->rank);
   status->fault_address = rma ? op->remote_address : 0;
   ops_.release(op);
   return true;
@@ -698,10 +736,33 @@ void ofi_device_t::note_idle_locked(int rank) {
   ++idle_turns_;
   if (idle_turns_ % peer_check_idle_turns != 0) return;
   if (rank >= 0 && dead_[rank] == 0 && !peers_.is_alive(rank)) {
-    dead_[rank] = 1;
+    mark_dead_locked(rank);
     ops_.fail_posted_to(rank, net_fault_t::peer_crashed);
   }
   check_peers_locked();
+}
+
+void ofi_device_t::mark_dead_locked(int rank) {
+  if (dead_[rank] != 0) return;
+  dead_[rank] = dead_found;
+  ++dead_unreported_count_;
+}
+
+// One peer_down completion per dead rank (backends/backend.hpp).
+std::size_t ofi_device_t::report_dead_locked(net_status_t* statuses, std::size_t statuses_max) {
+  std::size_t count = 0;
+  for (int rank = 0; rank < rank_n_ && dead_unreported_count_ > 0 && count < statuses_max;
+       ++rank) {
+    if (dead_[rank] != dead_found) continue;
+    dead_[rank] = dead_reported;
+    --dead_unreported_count_;
+    net_status_t& status = statuses[count++];
+    status = net_status_t{};
+    status.opcode = net_opcode_t::peer_down;
+    status.fault = net_fault_t::peer_crashed;
+    status.rank = rank;
+  }
+  return count;
 }
 
 void ofi_device_t::check_peers_locked() {
@@ -709,8 +770,14 @@ void ofi_device_t::check_peers_locked() {
   ops_.for_each_posted_rank([this](int rank) {
     if (checked_[rank] != 0 || dead_[rank] != 0) return;
     checked_[rank] = 1;
-    if (!peers_.is_alive(rank)) dead_[rank] = 1;
+    if (!peers_.is_alive(rank)) mark_dead_locked(rank);
   });
+  // One more rank in turn, posted to or not: a rank that only waits for
+  // messages from a dead peer must hear of it too.
+  probe_next_rank_ = (probe_next_rank_ + 1) % rank_n_;
+  if (dead_[probe_next_rank_] == 0 && !peers_.is_alive(probe_next_rank_)) {
+    mark_dead_locked(probe_next_rank_);
+  }
   for (int rank = 0; rank < rank_n_; ++rank) {
     if (checked_[rank] != 0 && dead_[rank] != 0) {
       ops_.fail_posted_to(rank, net_fault_t::peer_crashed);

@@ -16,8 +16,12 @@
 // The "s" variants still pass an op context and ask for a completion: on
 // success it is swallowed (they return done and report nothing), but a fault
 // comes back naming the rank and address, with user_context == nullptr, as
-// the contract requires. FI_DELIVERY_COMPLETE makes a put complete only once
-// the target has accepted it, so a refused key (tcp: the target drops the
+// the contract requires. Except post_sends over shm: its inject copies the
+// message into the peer's receive queue inside the call, so nothing stays
+// in flight that could fail later; it is fi_injectdata, with no op and no
+// completion to read (a dead peer still fails it: see Faults).
+// FI_DELIVERY_COMPLETE makes a put complete only once the target has
+// accepted it, so a refused key (tcp: the target drops the
 // connection and the put fails) reaches the initiator as a fault.
 //
 // Put-with-immediate: the target's remote_write must name the source rank.
@@ -65,7 +69,11 @@
 //                every peer_check_idle_turns polls that find nothing or
 //                posts refused with -FI_EAGAIN): its operations in flight
 //                fail with peer_crashed, and later posts to it fail the same
-//                way at once, so nothing waits forever. shm does not check
+//                way at once, so nothing waits forever. Each check also
+//                probes one more rank in turn, so a peer nobody posts to is
+//                found too. A peer found dead (by pid, or by a connection
+//                error) is reported once as a peer_down completion
+//                (backends/backend.hpp). shm does not check
 //                remote keys (docs/backends/ofi.md): a bad key there stalls
 //                the endpoint instead of failing.
 //
@@ -169,6 +177,8 @@ class ofi_device_t final : public backend::net_device_t {
   bool may_repost(const op_t& op) const;
   // Under lock_: hands a filled op to libfabric's verdict `rc`.
   [[nodiscard]] error_t finish_post_locked(op_t* op, long rc, const char* call);
+  // Under lock_: a post to `rank` the provider refused with -FI_EAGAIN.
+  [[nodiscard]] error_t refused_locked(int rank);
   void fail_locked(op_t* op, backend::net_fault_t fault);
   std::size_t report_failed_locked(backend::net_status_t* statuses, std::size_t statuses_max);
   std::size_t read_cq_locked(backend::net_status_t* statuses, std::size_t statuses_max,
@@ -180,6 +190,8 @@ class ofi_device_t final : public backend::net_device_t {
   bool translate_error_locked(backend::net_status_t* status);
   void note_idle_locked(int rank);
   void check_peers_locked();
+  void mark_dead_locked(int rank);
+  std::size_t report_dead_locked(backend::net_status_t* statuses, std::size_t statuses_max);
   std::uint64_t remote_address(backend::net_rmr_t rmr, std::uint64_t offset) const;
 
   const peer_table_t& peers_;
@@ -190,6 +202,7 @@ class ofi_device_t final : public backend::net_device_t {
   bool virt_addr_ = false;      // mr_mode FI_MR_VIRT_ADDR: RMA addresses are virtual
   bool provider_keys_ = false;  // mr_mode FI_MR_PROV_KEY
   bool bind_mr_ = false;        // mr_mode FI_MR_ENDPOINT: bind + enable each mr
+  bool injects_final_ = false;  // shm: an accepted inject can no longer fail
   fid_domain* domain_ = nullptr;
   fid_ep* ep_ = nullptr;
   fid_cq* cq_ = nullptr;
@@ -200,7 +213,10 @@ class ofi_device_t final : public backend::net_device_t {
   // posting and polling threads of the device contend on it.
   alignas(util::cache_line_bytes) util::spinlock_t lock_;
   op_table_t ops_;                      // under lock_
-  std::vector<unsigned char> dead_;     // under lock_: rank -> found dead
+  // under lock_: rank -> 0 alive, dead_found (not yet reported), dead_reported.
+  std::vector<unsigned char> dead_;
+  std::size_t dead_unreported_count_ = 0;  // under lock_: ranks at dead_found
+  int probe_next_rank_ = 0;                // under lock_: check_peers_locked's turn
   std::size_t idle_turns_ = 0;          // under lock_: empty polls + refused posts
   std::vector<unsigned char> checked_;  // under lock_: scratch of check_peers_locked
   // Next key for registrations when the application picks keys (no
