@@ -165,7 +165,9 @@ class net_device_t {
                                          net_rmr_t rmr, void* user_context) = 0;
 
   // Moves up to statuses_max completions into `statuses`; returns how many.
-  // May return 0 when a try-lock is busy.
+  // Writes every field of each status it returns and nothing past them, so
+  // the caller may pass uninitialised storage. May return 0 when a try-lock
+  // is busy.
   virtual std::size_t poll_comp(net_status_t* statuses,
                                 std::size_t statuses_max) = 0;
 

@@ -14,6 +14,14 @@ namespace {
 
 constexpr std::size_t poll_batch_max = 16;
 
+// One batch of completions, left uninitialised: poll_comp writes every
+// status it returns (backends/backend.hpp), and filling the batch with
+// defaults on every call cost about as much as dispatching a message.
+union status_batch_t {
+  status_batch_t() {}
+  backend::net_status_t statuses[poll_batch_max];
+};
+
 template <typename T>
 T payload_as(const backend::net_status_t& status) {
   LCI_ASSERT(status.length >= sizeof(T), "control message too short");
@@ -140,7 +148,8 @@ class dispatch_guard_t {
 error_t progress_device(device_impl_t& device) {
   dispatch_guard_t guard(device.runtime()->host());
   bool progressed = device.drain_backlog();
-  backend::net_status_t statuses[poll_batch_max];
+  status_batch_t batch;
+  backend::net_status_t* const statuses = batch.statuses;
   const std::size_t polled = device.net().poll_comp(statuses, poll_batch_max);
   std::exception_ptr first_error;
   for (std::size_t i = 0; i < polled; ++i) {

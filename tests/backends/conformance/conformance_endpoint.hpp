@@ -8,6 +8,7 @@
 //                backend may switch fibers inside one).
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -182,9 +183,31 @@ class endpoint_t {
 
 inline std::size_t endpoint_t::poll() {
   constexpr std::size_t batch_max = 16;
+  // Poisoned first: poll_comp must write every field of what it returns
+  // (the runtime passes uninitialised storage), so a field it leaves alone
+  // shows up as the poison in the checks below and in each test's own.
+  backend::net_status_t poison;
+  poison.opcode = static_cast<backend::net_opcode_t>(0xa5);
+  poison.fault = static_cast<backend::net_fault_t>(0xa5);
+  poison.rank = -0x5a5a;
+  poison.user_context = reinterpret_cast<void*>(std::uintptr_t{0xa5a5a5a5});
+  poison.buffer = poison.user_context;
+  poison.length = 0xa5a5a5a5;
+  poison.imm_data = 0xa5a5a5a5;
+  poison.fault_address = 0xa5a5a5a5;
   backend::net_status_t statuses[batch_max];
+  std::fill(statuses, statuses + batch_max, poison);
   const std::size_t count = device_->poll_comp(statuses, batch_max);
   LCI_CONFORM(count <= batch_max, "poll_comp returned more than asked: " << count);
+  for (std::size_t i = 0; i < count; ++i) {
+    const backend::net_status_t& status = statuses[i];
+    LCI_CONFORM(status.opcode <= backend::net_opcode_t::peer_down,
+                "completion with opcode " << static_cast<int>(status.opcode));
+    LCI_CONFORM(status.fault <= backend::net_fault_t::peer_crashed,
+                "completion with fault " << static_cast<int>(status.fault));
+    LCI_CONFORM(status.fault != backend::net_fault_t::none || status.fault_address == 0,
+                "a completion without a fault has fault_address " << status.fault_address);
+  }
   std::vector<std::size_t> repost;
   {
     std::lock_guard<std::mutex> guard(mutex_);
