@@ -9,6 +9,8 @@ packages=(
   # build
   bazel-bootstrap bazel-rules-java bazel-skylib
   g++ clang-16 libclang-rt-16-dev python3
+  # sanitizer reports with file:line (the path .bazelrc gives them)
+  llvm-16
   # tests, property tests, model checking
   libgtest-dev libgmock-dev librapidcheck-dev relacy-dev
   # simulator fibers

@@ -1,3 +1,6 @@
+#include <cstddef>
+#include <cstring>
+#include <memory>
 #include <stdexcept>
 #include <string>
 
@@ -62,7 +65,19 @@ status_t post_comm(const post_args_t& args) {
   deferred.allow_done = false;
   deferred.allow_posted = true;  // the backlog completes it later anyway
   deferred.allow_retry = true;
-  const error_t error = args.device->run_or_backlog([deferred, run]() -> error_t {
+  // A COMP_NULL send or active message (eager: a zero-copy one was refused
+  // above) is fire-and-forget: nothing will tell the caller when the backlog
+  // is done with the buffer, so the step keeps a copy and the buffer is the
+  // caller's again when this returns. (A COMP_NULL put or get has no such
+  // promise: its buffer is the caller's once test_drained() says so.)
+  std::shared_ptr<std::byte[]> payload;
+  if (args.comp == nullptr && args.direction == direction_t::OUT && !has_rmr && args.size > 0) {
+    payload.reset(new std::byte[args.size]);
+    std::memcpy(payload.get(), args.buffer, args.size);
+    deferred.buffer = payload.get();
+    deferred.mr = backend::net_mr_t{};  // the copy is not in the caller's registration
+  }
+  const error_t error = args.device->run_or_backlog([deferred, run, payload]() -> error_t {
     return run(deferred).error;
   });
   return status_t(error.is_done() ? errorcode_t::posted : errorcode_t::posted_backlog);

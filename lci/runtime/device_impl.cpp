@@ -90,8 +90,14 @@ error_t device_impl_t::run_or_backlog(backlog_step_t step) {
     const error_t error = step();
     if (!error.is_retry()) return error;
   }
+  // relaxed: the poster's own later drained() is ordered after this by
+  // program order; another thread cannot know of the step before it runs.
+  // Counted before the push so a progress call that pops and finishes it
+  // at once never takes the count below zero.
+  backlog_steps_.fetch_add(1, util::mo_relaxed);
   const error_t pushed = backlog_.push(step);
   if (!pushed.is_done()) {
+    backlog_steps_.fetch_sub(1, util::mo_relaxed);  // relaxed: never visible as queued
     throw std::length_error("lci: device backlog full (" + std::to_string(backlog_entries_max) +
                             " protocol steps wait for the network)");
   }
@@ -101,20 +107,37 @@ error_t device_impl_t::run_or_backlog(backlog_step_t step) {
 bool device_impl_t::drain_backlog() {
   bool progressed = false;
   while (auto step = backlog_.pop()) {
-    if ((*step)().is_retry()) {
+    error_t error;
+    try {
+      error = (*step)();
+    } catch (...) {
+      finish_backlog_step();  // dropped: the exception is its report
+      throw;
+    }
+    if (error.is_retry()) {
       // Still refused: back in the queue (at its tail; protocol steps of
       // different operations do not depend on each other's order).
       const error_t pushed = backlog_.push(std::move(*step));
       LCI_ASSERT(pushed.is_done(), "backlog: a popped step found no room");
       break;
     }
+    finish_backlog_step();
     progressed = true;
   }
   return progressed;
 }
 
+void device_impl_t::finish_backlog_step() {
+  // release: pairs with the acquire in drained(); what the step did (the
+  // request it put in flight, its reads of the caller's buffer) happens
+  // before a caller told "drained" reuses anything.
+  const std::int64_t before = backlog_steps_.fetch_sub(1, util::mo_release);
+  LCI_ASSERT(before >= 1, "backlog steps went negative");
+}
+
 void device_impl_t::drain_before_close() {
-  while (!backlog_.is_empty_hint()) {
+  // acquire: as in drained().
+  while (backlog_steps_.load(util::mo_acquire) != 0) {
     try {
       if (progress_device(*this).is_retry()) runtime_->host().idle("device backlog before close");
     } catch (const std::exception&) {

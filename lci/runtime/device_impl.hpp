@@ -68,15 +68,18 @@ class device_impl_t {
   error_t run_or_backlog(backlog_step_t step);
   // progress() step 1: re-runs queued steps in order until one retries.
   bool drain_backlog();
-  bool backlog_empty() const { return backlog_.is_empty_hint(); }
   // Counts `request` among the operations in flight (in_flight_mark_t).
   void mark_in_flight(request_t* request) { request->in_flight.arm(&in_flight_count_); }
-  // Nothing waits in the backlog and no operation is in flight: every
+  // No backlog step is unfinished and no operation is in flight: every
   // send, RMA and rendezvous (either side) of the device finished. Posted
   // receives still waiting for a message do not count.
   bool drained() const {
+    // acquire: pairs with the release in finish_backlog_step() — a step that
+    // finished armed its request's in-flight mark before that release, so
+    // the load below sees the mark (or its disarm). Hence this order.
+    if (backlog_steps_.load(util::mo_acquire) != 0) return false;
     // acquire: pairs with the release in in_flight_mark_t::disarm().
-    return backlog_empty() && in_flight_count_.load(util::mo_acquire) == 0;
+    return in_flight_count_.load(util::mo_acquire) == 0;
   }
   // Before the device closes: progresses until no protocol step waits in
   // the backlog, so nothing this rank promised to send is dropped (a step
@@ -90,6 +93,9 @@ class device_impl_t {
   void note_receive_consumed() { recvs_posted_.fetch_sub(1, util::mo_relaxed); }
 
  private:
+  // A step popped from the backlog finished (or threw): no longer counted.
+  void finish_backlog_step();
+
   runtime_impl_t* const runtime_;
   attr_device_t attr_;  // net_* fields resolved from the network device
   std::unique_ptr<backend::net_device_t> net_;
@@ -98,6 +104,11 @@ class device_impl_t {
   util::spinlock_t endpoints_lock_;
   std::vector<std::unique_ptr<endpoint_impl_t>> endpoints_;  // under endpoints_lock_
   backlog_queue::backlog_queue_t<backlog_step_t> backlog_;
+  // Steps pushed to the backlog and not yet finished, counting one that a
+  // progress call popped and is running (the queue no longer holds it, yet
+  // it may still read the caller's buffer or go back in): what drained()
+  // and drain_before_close() ask rather than the queue's emptiness.
+  util::atomic<std::int64_t> backlog_steps_{0};
   // relaxed: a target for topping up, not a guard; the network bounds the
   // real number of posted receives (a refused post_recv is a retry).
   util::atomic<std::size_t> recvs_posted_{0};

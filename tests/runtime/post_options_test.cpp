@@ -6,6 +6,7 @@
 // completion), not only a non-empty backlog.
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <cstring>
 #include <functional>
 #include <initializer_list>
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include "lci.hpp"
+#include "lci/util/atomic.hpp"
 #include "sim/sim_harness_gtest.hpp"
 #include "tests/runtime/runtime_test_util.hpp"
 
@@ -176,6 +178,77 @@ TEST(TestDrained, ReportsARendezvousInFlight) {
       for (char c : buffer) require(c == 'r', "the rendezvous data is wrong");
     }
     lci::free_comp(&sync);
+  });
+}
+
+// A backlog step that a progress call on another thread popped and is
+// re-running still counts: rank 0's thread 0 posts sends the full send
+// queue refuses (allow_retry(false): they go to the backlog) while thread 1
+// progresses the same device; when thread 0's wait_drained() returns, every
+// send has finished and signalled its synchronizer. (A device that asked
+// only whether its backlog queue was empty said "drained" while thread 1
+// held the last step between its pop and its retry.)
+TEST(TestDrained, CountsABacklogStepAnotherThreadIsRunning) {
+  LCI_SIM_ONLY("injects faults through the simulated world");
+  constexpr int sends_count = 24;
+  lci::sim::sweep_t sweep;
+  sweep.seeds_count = 32;
+  sweep.configure = [](lci::sim::run_options_t& options) {
+    options.world.faults.rate(lci::sim::fault_kind_t::send_queue_full) = 0.5;
+    options.log = false;
+  };
+  lci::sim::expect_runs_ok(2, sweep, [](lci::sim::rank_env_t& env) {
+    lci::g_runtime_init();
+    const int peer = peer_of(env.rank());
+    std::vector<std::uint64_t> payloads(sends_count);
+    std::vector<lci::comp_t> syncs(sends_count);
+    for (lci::comp_t& sync : syncs) sync = lci::alloc_sync();
+    if (env.rank() == 0) {
+      lci::util::atomic<bool> posted_all{false};
+      env.run_threads(2, [&](int thread) {
+        if (thread == 1) {
+          // acquire: pairs with the release below (only ends this loop).
+          while (!posted_all.load(lci::util::mo_acquire)) {
+            if (lci::progress().is_retry()) env.wait("progressing for the poster");
+          }
+          return;
+        }
+        std::vector<bool> done_at_once(sends_count);
+        for (int i = 0; i < sends_count; ++i) {
+          payloads[i] = 1000 + i;
+          const lci::status_t status = lci::post_send_x(peer, &payloads[i], sizeof(std::uint64_t),
+                                                        static_cast<lci::tag_t>(i), syncs[i])
+                                           .allow_retry(false)();
+          require(!status.is_retry(), "allow_retry(false) returned retry");
+          done_at_once[i] = status.is_done();
+        }
+        lci::wait_drained();
+        int backlogged = 0;
+        for (int i = 0; i < sends_count; ++i) {
+          if (done_at_once[i]) continue;  // done: its synchronizer is not signalled
+          ++backlogged;
+          require(lci::sync_test(syncs[i], nullptr),
+                  "wait_drained returned before send " + std::to_string(i) + " finished");
+        }
+        require(backlogged > 0, "the full send queue refused no send");
+        posted_all.store(true, lci::util::mo_release);
+      });
+    } else {
+      for (int i = 0; i < sends_count; ++i) {
+        post_retrying([&] {
+          return lci::post_recv(peer, &payloads[i], sizeof(std::uint64_t),
+                                static_cast<lci::tag_t>(i), syncs[i]);
+        });
+      }
+      for (int i = 0; i < sends_count; ++i) {
+        lci::status_t status;
+        lci::sync_wait(syncs[i], &status);
+        require(status.is_done() && payloads[i] == 1000u + i, "receive " + std::to_string(i));
+      }
+    }
+    lci::barrier();
+    for (lci::comp_t& sync : syncs) lci::free_comp(&sync);
+    lci::g_runtime_fina();
   });
 }
 

@@ -580,9 +580,13 @@ void post_and_wait(rank_t& rank, thread_plan_t& plan, device_t device) {
     if (status.is_done()) {
       op.record->complete(status);
     } else if (null_comp) {
-      // Accepted into the backlog: COMP_NULL has nothing to report it.
+      // Accepted into the backlog: COMP_NULL has nothing to report it, and
+      // the buffer is ours again (the backlog keeps a copy). Scribbling over
+      // it makes the target's pattern check catch a runtime that still
+      // reads it.
       op.record->status_checked = false;
       op.record->complete(op.record->expected);
+      if (op.size > 0) std::memset(op.buffer, 0xA5, op.size);
     } else {
       waiter.note_posted(op.record);
     }
