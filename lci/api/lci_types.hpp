@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "lci/util/error.hpp"
 
@@ -40,11 +41,16 @@ enum class matching_entry_type_t : std::uint8_t { send, recv };
 // the buffer may be reused, `network` once the data reached the target.
 enum class comp_semantic_t : std::uint8_t { memory, network };
 
-// A contiguous buffer: what status_t::get_buffer() returns.
+// A contiguous buffer: what status_t::get_buffer() returns, and an entry of
+// a buffer list.
 struct buffer_t {
   void* base = nullptr;
   std::size_t size = 0;
 };
+// A buffer list: the local side of one operation made of several buffers,
+// in order (the local_buffers option of the post operations; see
+// docs/design/runtime.md, "Buffer lists").
+using buffers_t = std::vector<buffer_t>;
 
 // The result of an operation, given back by a post (done), by a completion
 // object later (posted) or by cq_pop/sync_test.

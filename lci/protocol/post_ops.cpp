@@ -18,12 +18,19 @@ struct common_options_t {
   matching_engine_t matching_engine;
   comp_semantic_t comp_semantic;
   mr_t mr;
+  const buffers_t* local_buffers;
   void* user_context;
   bool allow_done;
   bool allow_posted;
   bool allow_retry;
   runtime_t runtime;
 };
+
+// Runs the resolved operation: through its buffer list when it has one.
+status_t post(const detail::post_args_t& args, const common_options_t& options) {
+  if (options.local_buffers->empty()) return detail::post_comm(args);
+  return detail::post_buffer_list(args, *options.local_buffers);
+}
 
 detail::post_args_t resolve(direction_t direction, int rank, void* local_buffer, std::size_t size,
                             comp_t local_comp, const common_options_t& options) {
@@ -93,7 +100,7 @@ status_t post_matched(direction_t direction, int rank, void* local_buffer, std::
   args.matching_engine = matching_engine_of(options);
   args.tag = tag;
   args.matching_policy = matching_policy;
-  return detail::post_comm(args);
+  return post(args, options);
 }
 
 // post_put / post_get.
@@ -109,22 +116,22 @@ status_t post_rma(direction_t direction, int rank, void* local_buffer, std::size
   args.rmr = rmr;
   args.tag = tag;
   args.remote_comp = remote_comp;
-  return detail::post_comm(args);
+  return post(args, options);
 }
 
 }  // namespace
 
-status_t post_comm_x::call_impl(direction_t direction, int rank, void* local_buffer,
-                                size_t size, comp_t local_comp, device_t device,
-                                endpoint_t endpoint, packet_pool_t packet_pool,
-                                matching_engine_t matching_engine, comp_semantic_t comp_semantic,
-                                mr_t mr, uintptr_t remote_disp, rmr_t rmr, tag_t tag,
-                                rcomp_t remote_comp, void* user_context,
+status_t post_comm_x::call_impl(direction_t direction, int rank, void* local_buffer, size_t size,
+                                comp_t local_comp, device_t device, endpoint_t endpoint,
+                                packet_pool_t packet_pool, matching_engine_t matching_engine,
+                                comp_semantic_t comp_semantic, mr_t mr,
+                                const buffers_t& local_buffers, uintptr_t remote_disp, rmr_t rmr,
+                                tag_t tag, rcomp_t remote_comp, void* user_context,
                                 matching_policy_t matching_policy, bool allow_done,
                                 bool allow_posted, bool allow_retry, runtime_t runtime) const {
-  const common_options_t options{device,       endpoint,   packet_pool,  matching_engine,
-                                 comp_semantic, mr,         user_context, allow_done,
-                                 allow_posted, allow_retry, runtime};
+  const common_options_t options{device,        endpoint,     packet_pool,    matching_engine,
+                                 comp_semantic, mr,           &local_buffers, user_context,
+                                 allow_done,    allow_posted, allow_retry,    runtime};
   detail::post_args_t args = resolve(direction, rank, local_buffer, size, local_comp, options);
   if (rmr.is_empty() && remote_comp == 0) args.matching_engine = matching_engine_of(options);
   args.remote_disp = remote_disp;
@@ -132,70 +139,76 @@ status_t post_comm_x::call_impl(direction_t direction, int rank, void* local_buf
   args.tag = tag;
   args.remote_comp = remote_comp;
   args.matching_policy = matching_policy;
-  return detail::post_comm(args);
+  return post(args, options);
 }
 
 status_t post_am_x::call_impl(int rank, void* local_buffer, size_t size, comp_t local_comp,
                               rcomp_t remote_comp, device_t device, endpoint_t endpoint,
                               packet_pool_t packet_pool, comp_semantic_t comp_semantic, mr_t mr,
-                              tag_t tag, void* user_context, bool allow_done, bool allow_posted,
-                              bool allow_retry, runtime_t runtime) const {
+                              const buffers_t& local_buffers, tag_t tag, void* user_context,
+                              bool allow_done, bool allow_posted, bool allow_retry,
+                              runtime_t runtime) const {
   if (remote_comp == 0) throw std::invalid_argument("post_am: remote_comp = 0 (none)");
-  detail::post_args_t args = resolve(
-      direction_t::OUT, rank, local_buffer, size, local_comp,
-      {device, endpoint, packet_pool, matching_engine_t{}, comp_semantic, mr, user_context,
-       allow_done, allow_posted, allow_retry, runtime});
+  const common_options_t options{device,        endpoint,     packet_pool,    matching_engine_t{},
+                                 comp_semantic, mr,           &local_buffers, user_context,
+                                 allow_done,    allow_posted, allow_retry,    runtime};
+  detail::post_args_t args =
+      resolve(direction_t::OUT, rank, local_buffer, size, local_comp, options);
   args.tag = tag;
   args.remote_comp = remote_comp;
-  return detail::post_comm(args);
+  return post(args, options);
 }
 
 status_t post_send_x::call_impl(int rank, void* local_buffer, size_t size, tag_t tag,
                                 comp_t local_comp, device_t device, endpoint_t endpoint,
                                 packet_pool_t packet_pool, matching_engine_t matching_engine,
-                                comp_semantic_t comp_semantic, mr_t mr, void* user_context,
+                                comp_semantic_t comp_semantic, mr_t mr,
+                                const buffers_t& local_buffers, void* user_context,
                                 matching_policy_t matching_policy, bool allow_done,
                                 bool allow_posted, bool allow_retry, runtime_t runtime) const {
-  return post_matched(direction_t::OUT, rank, local_buffer, size, tag, local_comp,
-                      matching_policy,
-                      {device, endpoint, packet_pool, matching_engine, comp_semantic, mr,
-                       user_context, allow_done, allow_posted, allow_retry, runtime});
+  return post_matched(
+      direction_t::OUT, rank, local_buffer, size, tag, local_comp, matching_policy,
+      {device, endpoint, packet_pool, matching_engine, comp_semantic, mr, &local_buffers,
+       user_context, allow_done, allow_posted, allow_retry, runtime});
 }
 
 status_t post_recv_x::call_impl(int rank, void* local_buffer, size_t size, tag_t tag,
                                 comp_t local_comp, device_t device, endpoint_t endpoint,
                                 packet_pool_t packet_pool, matching_engine_t matching_engine,
-                                comp_semantic_t comp_semantic, mr_t mr, void* user_context,
+                                comp_semantic_t comp_semantic, mr_t mr,
+                                const buffers_t& local_buffers, void* user_context,
                                 matching_policy_t matching_policy, bool allow_done,
                                 bool allow_posted, bool allow_retry, runtime_t runtime) const {
-  return post_matched(direction_t::IN, rank, local_buffer, size, tag, local_comp,
-                      matching_policy,
-                      {device, endpoint, packet_pool, matching_engine, comp_semantic, mr,
-                       user_context, allow_done, allow_posted, allow_retry, runtime});
+  return post_matched(
+      direction_t::IN, rank, local_buffer, size, tag, local_comp, matching_policy,
+      {device, endpoint, packet_pool, matching_engine, comp_semantic, mr, &local_buffers,
+       user_context, allow_done, allow_posted, allow_retry, runtime});
 }
 
 status_t post_put_x::call_impl(int rank, void* local_buffer, size_t size, comp_t local_comp,
                                uintptr_t remote_disp, rmr_t rmr, device_t device,
                                endpoint_t endpoint, packet_pool_t packet_pool,
-                               comp_semantic_t comp_semantic, mr_t mr, tag_t tag,
-                               rcomp_t remote_comp, void* user_context, bool allow_done,
-                               bool allow_posted, bool allow_retry, runtime_t runtime) const {
+                               comp_semantic_t comp_semantic, mr_t mr,
+                               const buffers_t& local_buffers, tag_t tag, rcomp_t remote_comp,
+                               void* user_context, bool allow_done, bool allow_posted,
+                               bool allow_retry, runtime_t runtime) const {
   return post_rma(direction_t::OUT, rank, local_buffer, size, local_comp, remote_disp, rmr, tag,
                   remote_comp,
                   {device, endpoint, packet_pool, matching_engine_t{}, comp_semantic, mr,
-                   user_context, allow_done, allow_posted, allow_retry, runtime});
+                   &local_buffers, user_context, allow_done, allow_posted, allow_retry, runtime});
 }
 
 status_t post_get_x::call_impl(int rank, void* local_buffer, size_t size, comp_t local_comp,
                                uintptr_t remote_disp, rmr_t rmr, device_t device,
                                endpoint_t endpoint, packet_pool_t packet_pool,
-                               comp_semantic_t comp_semantic, mr_t mr, tag_t tag,
-                               rcomp_t remote_comp, void* user_context, bool allow_done,
-                               bool allow_posted, bool allow_retry, runtime_t runtime) const {
+                               comp_semantic_t comp_semantic, mr_t mr,
+                               const buffers_t& local_buffers, tag_t tag, rcomp_t remote_comp,
+                               void* user_context, bool allow_done, bool allow_posted,
+                               bool allow_retry, runtime_t runtime) const {
   return post_rma(direction_t::IN, rank, local_buffer, size, local_comp, remote_disp, rmr, tag,
                   remote_comp,
                   {device, endpoint, packet_pool, matching_engine_t{}, comp_semantic, mr,
-                   user_context, allow_done, allow_posted, allow_retry, runtime});
+                   &local_buffers, user_context, allow_done, allow_posted, allow_retry, runtime});
 }
 
 }  // namespace lci

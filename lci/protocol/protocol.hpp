@@ -6,6 +6,7 @@
 //                    write-with-immediate
 //   rma.cpp          put/get (with and without a remote completion)
 //   completion.cpp   finishing an operation: done status or a signal
+//   buffer_list.cpp  a buffer list staged through one buffer, then post_comm
 // lci/progress/progress.cpp polls the network and calls the handle_* below.
 //
 // Thread safety: every function may run concurrently from any threads.
@@ -66,6 +67,12 @@ inline bool at_once_only(const post_args_t& args) {
 // Validates and runs one operation (Table 1); retry is pushed to the
 // device's backlog when allow_retry is false.
 status_t post_comm(const post_args_t& args);
+
+// An operation whose local side is a buffer list (args.buffer nullptr,
+// args.size 0): staged through one runtime-owned buffer, then post_comm
+// (buffer_list.cpp). Throws std::invalid_argument for a list given with a
+// buffer, size or mr, an entry with no base, or sizes that overflow.
+status_t post_buffer_list(post_args_t args, const buffers_t& buffers);
 
 // Protocol entry points used by post_comm (args already validated).
 status_t post_send_or_am(const post_args_t& args, bool is_am);

@@ -21,39 +21,41 @@ using namespace lci;
 
 // ---- call_impl signatures: positional args, then the attribute struct in
 // place of the attribute options, then other options in description order,
-// then the runtime (absent for the [no_runtime] operations).
+// then the runtime (absent for the [no_runtime] operations). Options of a
+// type that owns memory (buffers_t) by const reference.
 template <typename Actual, typename Expected>
 constexpr bool same_v = std::is_same_v<Actual, Expected>;
 
-static_assert(same_v<decltype(&post_comm_x::call_impl),
-                     status_t (post_comm_x::*)(direction_t, int, void*, size_t, comp_t, device_t,
-                                               endpoint_t, packet_pool_t, matching_engine_t,
-                                               comp_semantic_t, mr_t, uintptr_t, rmr_t, tag_t,
-                                               rcomp_t, void*, matching_policy_t, bool, bool,
-                                               bool, runtime_t) const>);
+static_assert(
+    same_v<decltype(&post_comm_x::call_impl),
+           status_t (post_comm_x::*)(direction_t, int, void*, size_t, comp_t, device_t, endpoint_t,
+                                     packet_pool_t, matching_engine_t, comp_semantic_t, mr_t,
+                                     const buffers_t&, uintptr_t, rmr_t, tag_t, rcomp_t, void*,
+                                     matching_policy_t, bool, bool, bool, runtime_t) const>);
 static_assert(same_v<decltype(&post_send_x::call_impl),
-                     status_t (post_send_x::*)(int, void*, size_t, tag_t, comp_t, device_t,
-                                               endpoint_t, packet_pool_t, matching_engine_t,
-                                               comp_semantic_t, mr_t, void*, matching_policy_t,
-                                               bool, bool, bool, runtime_t) const>);
+                     status_t (post_send_x::*)(
+                         int, void*, size_t, tag_t, comp_t, device_t, endpoint_t, packet_pool_t,
+                         matching_engine_t, comp_semantic_t, mr_t, const buffers_t&, void*,
+                         matching_policy_t, bool, bool, bool, runtime_t) const>);
 static_assert(same_v<decltype(&post_recv_x::call_impl),
-                     status_t (post_recv_x::*)(int, void*, size_t, tag_t, comp_t, device_t,
-                                               endpoint_t, packet_pool_t, matching_engine_t,
-                                               comp_semantic_t, mr_t, void*, matching_policy_t,
-                                               bool, bool, bool, runtime_t) const>);
-static_assert(same_v<decltype(&post_am_x::call_impl),
-                     status_t (post_am_x::*)(int, void*, size_t, comp_t, rcomp_t, device_t,
-                                             endpoint_t, packet_pool_t, comp_semantic_t, mr_t,
-                                             tag_t, void*, bool, bool, bool, runtime_t) const>);
+                     status_t (post_recv_x::*)(
+                         int, void*, size_t, tag_t, comp_t, device_t, endpoint_t, packet_pool_t,
+                         matching_engine_t, comp_semantic_t, mr_t, const buffers_t&, void*,
+                         matching_policy_t, bool, bool, bool, runtime_t) const>);
+static_assert(
+    same_v<decltype(&post_am_x::call_impl),
+           status_t (post_am_x::*)(int, void*, size_t, comp_t, rcomp_t, device_t, endpoint_t,
+                                   packet_pool_t, comp_semantic_t, mr_t, const buffers_t&, tag_t,
+                                   void*, bool, bool, bool, runtime_t) const>);
 static_assert(same_v<decltype(&post_put_x::call_impl),
                      status_t (post_put_x::*)(int, void*, size_t, comp_t, uintptr_t, rmr_t,
-                                              device_t, endpoint_t, packet_pool_t,
-                                              comp_semantic_t, mr_t, tag_t, rcomp_t, void*, bool,
+                                              device_t, endpoint_t, packet_pool_t, comp_semantic_t,
+                                              mr_t, const buffers_t&, tag_t, rcomp_t, void*, bool,
                                               bool, bool, runtime_t) const>);
 static_assert(same_v<decltype(&post_get_x::call_impl),
                      status_t (post_get_x::*)(int, void*, size_t, comp_t, uintptr_t, rmr_t,
-                                              device_t, endpoint_t, packet_pool_t,
-                                              comp_semantic_t, mr_t, tag_t, rcomp_t, void*, bool,
+                                              device_t, endpoint_t, packet_pool_t, comp_semantic_t,
+                                              mr_t, const buffers_t&, tag_t, rcomp_t, void*, bool,
                                               bool, bool, runtime_t) const>);
 static_assert(same_v<decltype(&alloc_device_x::call_impl),
                      device_t (alloc_device_x::*)(const attr_device_t&, net_context_t,

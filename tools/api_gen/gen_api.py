@@ -47,6 +47,10 @@ ENV_UNREADABLE_TYPES = frozenset(["void*"])
 
 MODIFIERS = frozenset(["no_runtime", "nodiscard"])
 
+# Option types that own memory: call_impl takes them by const reference so
+# that invoking a functor does not copy them.
+BY_REFERENCE_TYPES = frozenset(["buffers_t"])
+
 # Names the generated functors use themselves: call_impl's attribute struct
 # (and the member m_attr) and the setters' parameter.
 RESERVED_PARAM_NAMES = frozenset(["attr", "new_value"])
@@ -588,7 +592,8 @@ class HeaderWriter:
             inits.append(f"m_attr(detail::get_default_attr_{op.attr_resource}())")
             impl_params.append(f"const {attr_struct(op.attr_resource)}& attr")
             call_args.append("m_attr")
-        impl_params += [f"{p.type} {p.name}" for p in own_options]
+        impl_params += [f"const {p.type}& {p.name}" if p.type in BY_REFERENCE_TYPES
+                        else f"{p.type} {p.name}" for p in own_options]
         call_args += [f"m_{p.name}" for p in own_options]
         ret = "" if op.ret == "void" else "return "
 
