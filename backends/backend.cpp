@@ -1,6 +1,8 @@
 #include "backends/backend.hpp"
 
 #include <cstdio>
+#include <stdexcept>
+#include <string>
 
 namespace lci::backend {
 
@@ -40,6 +42,30 @@ std::string describe_fault(const net_status_t& status) {
       return line;
   }
   return "unknown fault";
+}
+
+net_status_t peer_down_status(int rank) {
+  net_status_t status;
+  status.opcode = net_opcode_t::peer_down;
+  status.fault = net_fault_t::peer_crashed;
+  status.rank = rank;
+  return status;
+}
+
+void check_post_target(const char* op, int rank, int ranks_count, const void* buffer,
+                       std::size_t size, std::size_t size_max) {
+  if (rank < 0 || rank >= ranks_count) {
+    throw std::invalid_argument(std::string(op) + ": rank " + std::to_string(rank) +
+                                " is not in [0, " + std::to_string(ranks_count) + ")");
+  }
+  if (size > size_max) {
+    throw std::invalid_argument(std::string(op) + ": size " + std::to_string(size) +
+                                " exceeds the limit " + std::to_string(size_max));
+  }
+  if (buffer == nullptr && size > 0) {
+    throw std::invalid_argument(std::string(op) + ": buffer is null for size " +
+                                std::to_string(size));
+  }
 }
 
 }  // namespace lci::backend

@@ -93,6 +93,16 @@ struct net_status_t {
 // "RMA protection fault: put of 64 bytes to rank 3 at 0x7f.. (unregistered)".
 std::string describe_fault(const net_status_t& status);
 
+// The unsolicited completion by which a device reports `rank` dead
+// (net_opcode_t::peer_down, fault peer_crashed, no user_context).
+net_status_t peer_down_status(int rank);
+
+// What every post_* of a device checks first. Throws std::invalid_argument
+// naming `op`: `rank` outside [0, ranks_count), `size` over `size_max`, or a
+// null buffer with a size.
+void check_post_target(const char* op, int rank, int ranks_count, const void* buffer,
+                       std::size_t size, std::size_t size_max);
+
 // A local memory registration.
 struct net_mr_t {
   void* base = nullptr;

@@ -78,23 +78,6 @@ void sim_device_t::crash_self() {
   throw rank_crashed_t(port_->rank);
 }
 
-void sim_device_t::check_target(const char* op, int rank, const void* buffer,
-                                std::size_t size, std::size_t size_max) const {
-  if (rank < 0 || rank >= world_.ranks_count()) {
-    throw std::invalid_argument(std::string(op) + ": rank " + std::to_string(rank) +
-                                " is not in [0, " + std::to_string(world_.ranks_count()) +
-                                ")");
-  }
-  if (size > size_max) {
-    throw std::invalid_argument(std::string(op) + ": size " + std::to_string(size) +
-                                " exceeds the limit " + std::to_string(size_max));
-  }
-  if (buffer == nullptr && size > 0) {
-    throw std::invalid_argument(std::string(op) + ": buffer is null for size " +
-                                std::to_string(size));
-  }
-}
-
 // Virtual time on the wire: latency + size / bandwidth + jitter + faults.
 std::uint64_t sim_device_t::draw_delay_locked(std::size_t size) {
   const world_options_t& options = world_.options();
@@ -206,7 +189,8 @@ error_t sim_device_t::post_recv(void* buffer, std::size_t size, net_mr_t, void* 
 
 error_t sim_device_t::post_sends(int rank, const void* buffer, std::size_t size,
                                  net_imm_data_t imm_data) {
-  check_target("post_sends", rank, buffer, size, port_->attr.inject_size_max);
+  backend::check_post_target("post_sends", rank, world_.ranks_count(), buffer, size,
+                             port_->attr.inject_size_max);
   return post_packet(
       "net post_sends",
       {packet_kind_t::send, false, rank, buffer, nullptr, size, 0, {}, imm_data, nullptr});
@@ -214,7 +198,8 @@ error_t sim_device_t::post_sends(int rank, const void* buffer, std::size_t size,
 
 error_t sim_device_t::post_send(int rank, const void* buffer, std::size_t size, net_mr_t,
                                 net_imm_data_t imm_data, void* user_context) {
-  check_target("post_send", rank, buffer, size, port_->attr.max_msg_size);
+  backend::check_post_target("post_send", rank, world_.ranks_count(), buffer, size,
+                             port_->attr.max_msg_size);
   return post_packet(
       "net post_send",
       {packet_kind_t::send, true, rank, buffer, nullptr, size, 0, {}, imm_data, user_context});
@@ -222,21 +207,24 @@ error_t sim_device_t::post_send(int rank, const void* buffer, std::size_t size, 
 
 error_t sim_device_t::post_puts(int rank, const void* buffer, std::size_t size,
                                 std::uint64_t offset, net_rmr_t rmr) {
-  check_target("post_puts", rank, buffer, size, port_->attr.inject_size_max);
+  backend::check_post_target("post_puts", rank, world_.ranks_count(), buffer, size,
+                             port_->attr.inject_size_max);
   return post_packet("net post_puts", {packet_kind_t::put, false, rank, buffer, nullptr, size,
                                        offset, rmr, 0, nullptr});
 }
 
 error_t sim_device_t::post_put(int rank, const void* buffer, std::size_t size, net_mr_t,
                                std::uint64_t offset, net_rmr_t rmr, void* user_context) {
-  check_target("post_put", rank, buffer, size, port_->attr.max_msg_size);
+  backend::check_post_target("post_put", rank, world_.ranks_count(), buffer, size,
+                             port_->attr.max_msg_size);
   return post_packet("net post_put", {packet_kind_t::put, true, rank, buffer, nullptr, size, offset,
                                       rmr, 0, user_context});
 }
 
 error_t sim_device_t::post_putImms(int rank, const void* buffer, std::size_t size,
                                    std::uint64_t offset, net_rmr_t rmr, net_imm_data_t imm_data) {
-  check_target("post_putImms", rank, buffer, size, port_->attr.inject_size_max);
+  backend::check_post_target("post_putImms", rank, world_.ranks_count(), buffer, size,
+                             port_->attr.inject_size_max);
   return post_packet("net post_putImms", {packet_kind_t::put_imm, false, rank, buffer, nullptr,
                                           size, offset, rmr, imm_data, nullptr});
 }
@@ -244,14 +232,16 @@ error_t sim_device_t::post_putImms(int rank, const void* buffer, std::size_t siz
 error_t sim_device_t::post_putImm(int rank, const void* buffer, std::size_t size, net_mr_t,
                                   std::uint64_t offset, net_rmr_t rmr, net_imm_data_t imm_data,
                                   void* user_context) {
-  check_target("post_putImm", rank, buffer, size, port_->attr.max_msg_size);
+  backend::check_post_target("post_putImm", rank, world_.ranks_count(), buffer, size,
+                             port_->attr.max_msg_size);
   return post_packet("net post_putImm", {packet_kind_t::put_imm, true, rank, buffer, nullptr, size,
                                          offset, rmr, imm_data, user_context});
 }
 
 error_t sim_device_t::post_get(int rank, void* buffer, std::size_t size, net_mr_t,
                                std::uint64_t offset, net_rmr_t rmr, void* user_context) {
-  check_target("post_get", rank, buffer, size, port_->attr.max_msg_size);
+  backend::check_post_target("post_get", rank, world_.ranks_count(), buffer, size,
+                             port_->attr.max_msg_size);
   return post_packet("net post_get", {packet_kind_t::get, true, rank, nullptr, buffer, size, offset,
                                       rmr, 0, user_context});
 }
@@ -289,11 +279,7 @@ std::size_t sim_device_t::report_dead_peers_locked(net_status_t* statuses,
     if (rank == port_->rank || port_->peers_reported[index] || !world_.is_crashed(rank)) continue;
     port_->peers_reported[index] = true;
     ++port_->crashes_reported_count;
-    net_status_t& status = statuses[count++];
-    status = net_status_t{};
-    status.opcode = backend::net_opcode_t::peer_down;
-    status.fault = backend::net_fault_t::peer_crashed;
-    status.rank = rank;
+    statuses[count++] = backend::peer_down_status(rank);
   }
   LCI_ASSERT(port_->crashes_reported_count <= world_.ranks_count(), "a crash reported twice");
   return count;

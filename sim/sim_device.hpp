@@ -97,8 +97,6 @@ class sim_device_t final : public backend::net_device_t {
   std::size_t report_dead_peers_locked(backend::net_status_t* statuses, std::size_t statuses_max);
   call_verdict_t draw_call_faults();
   bool draw(fault_kind_t kind);
-  void check_target(const char* op, int rank, const void* buffer, std::size_t size,
-                    std::size_t size_max) const;
   [[nodiscard]] error_t post_packet(const char* what, const post_args_t& args);
   [[nodiscard]] error_t launch_packet(const post_args_t& args);
   error_t fill_packet_locked(const post_args_t& args, detail::packet_t** packet,

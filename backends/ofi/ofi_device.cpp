@@ -240,22 +240,6 @@ void ofi_device_t::insert_peers(const std::vector<std::vector<char>>& names) {
   }
 }
 
-void ofi_device_t::check_target(const char* op, int rank, const void* buffer, std::size_t size,
-                                std::size_t size_max) const {
-  if (rank < 0 || rank >= rank_n_) {
-    throw std::invalid_argument(std::string(op) + ": rank " + std::to_string(rank) +
-                                " is not in [0, " + std::to_string(rank_n_) + ")");
-  }
-  if (size > size_max) {
-    throw std::invalid_argument(std::string(op) + ": size " + std::to_string(size) +
-                                " exceeds the limit " + std::to_string(size_max));
-  }
-  if (buffer == nullptr && size > 0) {
-    throw std::invalid_argument(std::string(op) + ": buffer is null for size " +
-                                std::to_string(size));
-  }
-}
-
 std::uint64_t ofi_device_t::remote_address(net_rmr_t rmr, std::uint64_t offset) const {
   // FI_MR_VIRT_ADDR: the target's virtual address; otherwise an offset from
   // the start of the region (rmr.base always is that start).
@@ -415,26 +399,26 @@ void ofi_device_t::repost_rma_locked(op_t* op) {
 
 error_t ofi_device_t::post_sends(int rank, const void* buffer, std::size_t size,
                                  net_imm_data_t imm_data) {
-  check_target("post_sends", rank, buffer, size, attr_.inject_size_max);
+  backend::check_post_target("post_sends", rank, rank_n_, buffer, size, attr_.inject_size_max);
   return post_message(rank, buffer, size, net_mr_t{}, imm_data, nullptr, true);
 }
 
 error_t ofi_device_t::post_send(int rank, const void* buffer, std::size_t size, net_mr_t mr,
                                 net_imm_data_t imm_data, void* user_context) {
-  check_target("post_send", rank, buffer, size, attr_.max_msg_size);
+  backend::check_post_target("post_send", rank, rank_n_, buffer, size, attr_.max_msg_size);
   return post_message(rank, buffer, size, mr, imm_data, user_context, false);
 }
 
 error_t ofi_device_t::post_puts(int rank, const void* buffer, std::size_t size,
                                 std::uint64_t offset, net_rmr_t rmr) {
-  check_target("post_puts", rank, buffer, size, attr_.inject_size_max);
+  backend::check_post_target("post_puts", rank, rank_n_, buffer, size, attr_.inject_size_max);
   return post_rma({net_opcode_t::write, rank, const_cast<void*>(buffer), size,
                    net_mr_t{}, offset, rmr, false, 0, nullptr, true});
 }
 
 error_t ofi_device_t::post_put(int rank, const void* buffer, std::size_t size, net_mr_t mr,
                                std::uint64_t offset, net_rmr_t rmr, void* user_context) {
-  check_target("post_put", rank, buffer, size, attr_.max_msg_size);
+  backend::check_post_target("post_put", rank, rank_n_, buffer, size, attr_.max_msg_size);
   return post_rma({net_opcode_t::write, rank, const_cast<void*>(buffer), size, mr,
                    offset, rmr, false, 0, user_context, false});
 }
@@ -442,7 +426,7 @@ error_t ofi_device_t::post_put(int rank, const void* buffer, std::size_t size, n
 error_t ofi_device_t::post_putImms(int rank, const void* buffer, std::size_t size,
                                    std::uint64_t offset, net_rmr_t rmr,
                                    net_imm_data_t imm_data) {
-  check_target("post_putImms", rank, buffer, size, attr_.inject_size_max);
+  backend::check_post_target("post_putImms", rank, rank_n_, buffer, size, attr_.inject_size_max);
   if (!attr_.supports_put_imm) {
     throw std::logic_error("post_putImms: this provider has no 8-byte remote CQ data "
                            "(supports_put_imm is false)");
@@ -454,7 +438,7 @@ error_t ofi_device_t::post_putImms(int rank, const void* buffer, std::size_t siz
 error_t ofi_device_t::post_putImm(int rank, const void* buffer, std::size_t size, net_mr_t mr,
                                   std::uint64_t offset, net_rmr_t rmr, net_imm_data_t imm_data,
                                   void* user_context) {
-  check_target("post_putImm", rank, buffer, size, attr_.max_msg_size);
+  backend::check_post_target("post_putImm", rank, rank_n_, buffer, size, attr_.max_msg_size);
   if (!attr_.supports_put_imm) {
     throw std::logic_error("post_putImm: this provider has no 8-byte remote CQ data "
                            "(supports_put_imm is false)");
@@ -465,7 +449,7 @@ error_t ofi_device_t::post_putImm(int rank, const void* buffer, std::size_t size
 
 error_t ofi_device_t::post_get(int rank, void* buffer, std::size_t size, net_mr_t mr,
                                std::uint64_t offset, net_rmr_t rmr, void* user_context) {
-  check_target("post_get", rank, buffer, size, attr_.max_msg_size);
+  backend::check_post_target("post_get", rank, rank_n_, buffer, size, attr_.max_msg_size);
   return post_rma({net_opcode_t::read, rank, buffer, size, mr, offset, rmr, false,
                    0, user_context, false});
 }
@@ -756,11 +740,7 @@ std::size_t ofi_device_t::report_dead_locked(net_status_t* statuses, std::size_t
     if (dead_[rank] != dead_found) continue;
     dead_[rank] = dead_reported;
     --dead_unreported_count_;
-    net_status_t& status = statuses[count++];
-    status = net_status_t{};
-    status.opcode = net_opcode_t::peer_down;
-    status.fault = net_fault_t::peer_crashed;
-    status.rank = rank;
+    statuses[count++] = backend::peer_down_status(rank);
   }
   return count;
 }

@@ -166,8 +166,6 @@ class ofi_device_t final : public backend::net_device_t {
  private:
   struct rma_args_t;
 
-  void check_target(const char* op, int rank, const void* buffer, std::size_t size,
-                    std::size_t size_max) const;
   [[nodiscard]] error_t post_message(int rank, const void* buffer, std::size_t size,
                                      backend::net_mr_t mr, backend::net_imm_data_t imm_data,
                                      void* user_context, bool silent);

@@ -42,6 +42,13 @@ void throw_never_at_once(const std::string& what) {
                               " never completes inside the post, so it could only return retry");
 }
 
+void throw_unregistered_rcomp(const char* what, int rank, rcomp_t rcomp,
+                              const char* consequence) {
+  throw std::runtime_error("lci: " + std::string(what) + " from rank " + std::to_string(rank) +
+                           " names remote_comp " + std::to_string(rcomp) +
+                           ", which is not registered here" + consequence);
+}
+
 void complete_request(request_t* request, errorcode_t code) {
   device_impl_t& device = *request->device;
   if (!request->owned_mr.is_empty()) device.net().deregister_memory(&request->owned_mr);

@@ -290,9 +290,7 @@ void deliver_eager_am(device_impl_t& device, const backend::net_status_t& net_st
   comp_impl_t* comp = device.runtime()->rcomp_target(fields.rcomp);
   if (comp == nullptr) {
     device.packet_pool()->pool.put(net_status.buffer);
-    throw std::runtime_error("lci: an active message from rank " +
-                             std::to_string(net_status.rank) + " names remote_comp " +
-                             std::to_string(fields.rcomp) + ", which is not registered here");
+    throw_unregistered_rcomp("an active message", net_status.rank, fields.rcomp, "");
   }
   status_t status;
   status.error = errorcode_t::done;

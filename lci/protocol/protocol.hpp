@@ -63,6 +63,11 @@ inline bool at_once_only(const post_args_t& args) {
 // Throws std::invalid_argument: an at_once_only() operation that can never
 // finish inside the post (`what` says which and why).
 [[noreturn]] void throw_never_at_once(const std::string& what);
+// Throws std::runtime_error: `what` (an active message, a remote
+// completion) arrived from `rank` naming `rcomp`, which nobody registered
+// here; `consequence` (may be empty) says what else follows.
+[[noreturn]] void throw_unregistered_rcomp(const char* what, int rank, rcomp_t rcomp,
+                                           const char* consequence);
 
 // Validates and runs one operation (Table 1); retry is pushed to the
 // device's backlog when allow_retry is false.

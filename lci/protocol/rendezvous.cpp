@@ -44,8 +44,8 @@ status_t post_rts(const post_args_t& args, bool is_am) {
     rts.matching_engine_index = args.matching_engine->index;
     rts.policy = static_cast<std::uint8_t>(args.matching_policy);
   }
-  const error_t error =
-      send_control(device, args.rank, &rts, sizeof(rts), protocol::make_imm(protocol::msg_type_t::rts, 0));
+  const error_t error = send_control(device, args.rank, &rts, sizeof(rts),
+                                     protocol::make_imm(protocol::msg_type_t::rts, 0));
   if (!error.is_done() && !error.is_posted()) {
     // A crash that failed it meanwhile has signalled its comp: posted.
     if (!runtime.unwatch(request)) return status_t(errorcode_t::posted);
@@ -61,9 +61,8 @@ void handle_rts(device_impl_t& device, int rank, const rts_t& rts) {
   if (rts.is_am) {
     comp_impl_t* comp = runtime.rcomp_target(rts.rcomp);
     if (comp == nullptr) {
-      throw std::runtime_error("lci: an active message from rank " + std::to_string(rank) +
-                               " names remote_comp " + std::to_string(rts.rcomp) +
-                               ", which is not registered here (its sender waits forever)");
+      throw_unregistered_rcomp("an active message", rank, rts.rcomp,
+                               " (its sender waits forever)");
     }
     auto* recv = new request_t;
     recv->kind = request_kind_t::recv;

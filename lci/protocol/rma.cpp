@@ -123,9 +123,7 @@ void handle_signal(device_impl_t& device, const backend::net_status_t& net_statu
       type, protocol::imm_value(net_status.imm_data), attr.imm_nbits_tag, attr.imm_nbits_rcomp);
   comp_impl_t* comp = runtime.rcomp_target(fields.rcomp);
   if (comp == nullptr) {
-    throw std::runtime_error("lci: a remote completion from rank " +
-                             std::to_string(net_status.rank) + " names remote_comp " +
-                             std::to_string(fields.rcomp) + ", which is not registered here");
+    throw_unregistered_rcomp("a remote completion", net_status.rank, fields.rcomp, "");
   }
   status_t status;
   status.error = errorcode_t::done;

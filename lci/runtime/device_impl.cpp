@@ -84,18 +84,13 @@ std::size_t device_impl_t::bcopy_size_max() const {
   return packet_payload_max() - sizeof(protocol::eager_header_t);
 }
 
-error_t device_impl_t::run_or_backlog(backlog_step_t step) {
-  // A non-empty backlog goes first: steps keep their order behind it.
-  if (backlog_.is_empty_hint()) {
-    const error_t error = step();
-    if (!error.is_retry()) return error;
-  }
+error_t device_impl_t::push_backlog(backlog_step_t step) {
   // relaxed: the poster's own later drained() is ordered after this by
   // program order; another thread cannot know of the step before it runs.
   // Counted before the push so a progress call that pops and finishes it
   // at once never takes the count below zero.
   backlog_steps_.fetch_add(1, util::mo_relaxed);
-  const error_t pushed = backlog_.push(step);
+  const error_t pushed = backlog_.push(std::move(step));
   if (!pushed.is_done()) {
     backlog_steps_.fetch_sub(1, util::mo_relaxed);  // relaxed: never visible as queued
     throw std::length_error("lci: device backlog full (" + std::to_string(backlog_entries_max) +

@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "backends/backend.hpp"
@@ -65,7 +66,18 @@ class device_impl_t {
   // Runs `step` now; if it returns retry, queues it for progress(). Returns
   // done or posted_backlog. Throws std::length_error naming the limit when
   // the backlog is full (entries_max from net_max_sends).
-  error_t run_or_backlog(backlog_step_t step);
+  template <typename Step>
+  error_t run_or_backlog(Step&& step) {
+    // A non-empty backlog goes first: steps keep their order behind it.
+    if (backlog_.is_empty_hint()) {
+      const error_t error = step();
+      if (!error.is_retry()) return error;
+    }
+    // Only a step that must wait becomes a backlog_step_t: a std::function
+    // allocates for captures over its small buffer, which the common case
+    // (an arrival inserted into the matching table) should not pay.
+    return push_backlog(backlog_step_t(std::forward<Step>(step)));
+  }
   // progress() step 1: re-runs queued steps in order until one retries.
   bool drain_backlog();
   // Counts `request` among the operations in flight (in_flight_mark_t).
@@ -93,6 +105,9 @@ class device_impl_t {
   void note_receive_consumed() { recvs_posted_.fetch_sub(1, util::mo_relaxed); }
 
  private:
+  // Queues a step the network refused; returns posted_backlog (throws as
+  // run_or_backlog() says).
+  error_t push_backlog(backlog_step_t step);
   // A step popped from the backlog finished (or threw): no longer counted.
   void finish_backlog_step();
 
