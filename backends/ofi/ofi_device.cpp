@@ -80,7 +80,7 @@ std::size_t pick(std::size_t requested, std::size_t fallback) {
   return requested != 0 ? requested : fallback;
 }
 
-// notices: the device's own notice receives (0 with native put-with-immediate).
+// notices: the device's own notice receives.
 net_device_attr_t resolve_attr(const fi_info* info, const net_device_attr_t& requested,
                                std::size_t notices) {
   net_device_attr_t attr;
@@ -159,8 +159,8 @@ ofi_device_t::ofi_device_t(const fi_info* info, fid_fabric* fabric, const peer_t
       rank_me_(rank_me),
       rank_n_(peers.rank_n()),
       native_put_imm_(native_put_imm),
-      attr_(resolve_attr(info, requested, native_put_imm ? 0 : notices_max)),
-      ops_(attr_.net_max_sends, attr_.net_max_recvs, native_put_imm ? 0 : notices_max),
+      attr_(resolve_attr(info, requested, notices_max)),
+      ops_(attr_.net_max_sends, attr_.net_max_recvs, notices_max),
       dead_(peers.rank_n(), 0),
       checked_(peers.rank_n(), 0) {
   LCI_ASSERT(rank_me >= 0 && rank_me < rank_n_, "rank_me outside the job");
@@ -251,8 +251,12 @@ std::uint64_t ofi_device_t::remote_address(net_rmr_t rmr, std::uint64_t offset) 
 void ofi_device_t::fail_locked(op_t* op, net_fault_t fault) {
   LCI_ASSERT(op->state == op_state_t::taken, "only an op not yet posted fails here");
   op->fault = fault;
-  op->state = op_state_t::failed;
-  ops_.push_failed(op);
+  settle_locked(op);
+}
+
+void ofi_device_t::settle_locked(op_t* op) {
+  op->state = op_state_t::settled;
+  ops_.push_settled(op);
 }
 
 error_t ofi_device_t::refused_locked(int rank) {
@@ -353,6 +357,7 @@ error_t ofi_device_t::post_rma(const rma_args_t& args) {
     fail_locked(op, net_fault_t::peer_crashed);
     return args.silent ? errorcode_t::done : errorcode_t::posted;
   }
+  if (write && args.size == 0) return post_empty_write_locked(op, args);
   op->buffer = args.local;
   op->desc = mr_desc(args.mr);
   op->rma_address = remote_address(args.rmr, args.offset);
@@ -368,6 +373,25 @@ error_t ofi_device_t::post_rma(const rma_args_t& args) {
   // Delivery complete: see "Faults" in ofi_device.hpp.
   if (write) op->flags |= FI_DELIVERY_COMPLETE;
   return finish_post_locked(op, issue_rma_locked(op), write ? "fi_writemsg" : "fi_readmsg");
+}
+
+// A zero-byte put (see "Zero-byte puts" in ofi_device.hpp).
+error_t ofi_device_t::post_empty_write_locked(op_t* op, const rma_args_t& args) {
+  const error_t accepted = args.silent ? errorcode_t::done : errorcode_t::posted;
+  if (args.with_imm) {
+    // The notice's completion reports as this op: opcode write, the
+    // caller's context, silent or not.
+    op->notice_data = put_imm_data(0, args.imm_data);
+    op->is_notice = true;
+    post_notice_locked(op);
+    return accepted;
+  }
+  if (args.silent) {
+    ops_.release(op);
+    return accepted;
+  }
+  settle_locked(op);  // reported by the next poll, with no fault
+  return accepted;
 }
 
 long ofi_device_t::issue_rma_locked(op_t* op) {
@@ -462,7 +486,7 @@ std::size_t ofi_device_t::poll_comp(net_status_t* statuses, std::size_t statuses
   util::try_lock_guard_t guard(lock_);
   if (!guard.owns_lock()) return 0;
   retry_deferred_locked();
-  std::size_t count = report_failed_locked(statuses, statuses_max);
+  std::size_t count = report_settled_locked(statuses, statuses_max);
   count += report_dead_locked(statuses + count, statuses_max - count);
   bool stop = false;
   for (std::size_t reads = 0; reads < cq_reads_max && count < statuses_max && !stop; ++reads) {
@@ -475,11 +499,11 @@ std::size_t ofi_device_t::poll_comp(net_status_t* statuses, std::size_t statuses
   return count;
 }
 
-std::size_t ofi_device_t::report_failed_locked(net_status_t* statuses,
+std::size_t ofi_device_t::report_settled_locked(net_status_t* statuses,
                                                std::size_t statuses_max) {
   std::size_t count = 0;
-  while (count < statuses_max && ops_.has_failed()) {
-    op_t* op = ops_.pop_failed();
+  while (count < statuses_max && ops_.has_settled()) {
+    op_t* op = ops_.pop_settled();
     net_status_t& status = statuses[count++];
     status = net_status_t{};
     status.opcode = op->opcode;
@@ -487,7 +511,8 @@ std::size_t ofi_device_t::report_failed_locked(net_status_t* statuses,
     status.rank = op->rank;
     status.user_context = op->user_context;
     status.length = op->length;
-    status.fault_address = op->opcode == net_opcode_t::send ? 0 : op->remote_address;
+    const bool rma_fault = op->fault != net_fault_t::none && op->opcode != net_opcode_t::send;
+    status.fault_address = rma_fault ? op->remote_address : 0;
     if (op->state == op_state_t::abandoned) {
       // libfabric may still hold it: free only once it gave it back.
       op->reported = true;

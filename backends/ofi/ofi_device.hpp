@@ -39,6 +39,13 @@
 // the notice is sent. (A second endpoint for notices would do the same, but
 // ofi_rxm spends ~0.2 s in each fi_enable.)
 //
+// Zero-byte puts: no provider op. Over shm (libfabric 1.17) a zero-length
+// fi_writemsg never completes, and one moves no data anyway: without
+// immediate data the put completes through the device's own list of
+// settled ops (where failed ops wait too), with no fault; with it, the put is the notice alone
+// (every device keeps notice receives, native put-with-immediate or not),
+// whose send completion is the caller's write completion.
+//
 // Thread safety: every method may be called from any thread. Posts and
 //                poll_comp try-lock the endpoint lock (paper §4.2.2: one
 //                try-lock per endpoint, which also covers its CQ); a busy
@@ -111,8 +118,8 @@ inline constexpr std::size_t net_max_cqes_default = 1024;
 // Empty polls (and refused posts) between two liveness checks of the peers
 // with operations in flight.
 inline constexpr std::size_t peer_check_idle_turns = 1024;
-// Tagged receives a device without native put-with-immediate keeps posted
-// for notices (more notices wait in the provider until the device polls).
+// Tagged receives every device keeps posted for notices (more notices wait
+// in the provider until the device polls).
 inline constexpr std::size_t notices_max = 64;
 
 class ofi_device_t final : public backend::net_device_t {
@@ -170,6 +177,7 @@ class ofi_device_t final : public backend::net_device_t {
                                      backend::net_mr_t mr, backend::net_imm_data_t imm_data,
                                      void* user_context, bool silent);
   [[nodiscard]] error_t post_rma(const rma_args_t& args);
+  [[nodiscard]] error_t post_empty_write_locked(op_t* op, const rma_args_t& args);
   long issue_rma_locked(op_t* op);
   void repost_rma_locked(op_t* op);
   bool may_repost(const op_t& op) const;
@@ -178,7 +186,9 @@ class ofi_device_t final : public backend::net_device_t {
   // Under lock_: a post to `rank` the provider refused with -FI_EAGAIN.
   [[nodiscard]] error_t refused_locked(int rank);
   void fail_locked(op_t* op, backend::net_fault_t fault);
-  std::size_t report_failed_locked(backend::net_status_t* statuses, std::size_t statuses_max);
+  // Queues `op` (taken) for the next poll to report (op_table_t::push_settled).
+  void settle_locked(op_t* op);
+  std::size_t report_settled_locked(backend::net_status_t* statuses, std::size_t statuses_max);
   std::size_t read_cq_locked(backend::net_status_t* statuses, std::size_t statuses_max,
                              bool has_reported, bool* stop);
   bool translate_locked(const void* entry, std::uint64_t source, backend::net_status_t* status);

@@ -93,9 +93,11 @@ op_t* op_table_t::fifo_t::pop() {
   return op;
 }
 
-void op_table_t::push_failed(op_t* op) {
-  LCI_ASSERT(op->fault != backend::net_fault_t::none, "a failed op without a fault");
-  failed_.push(op);
+void op_table_t::push_settled(op_t* op) {
+  LCI_ASSERT(op->fault != backend::net_fault_t::none ||
+                 (op->opcode == backend::net_opcode_t::write && op->length == 0),
+             "a settled op without a fault that is not a zero-byte put");
+  settled_.push(op);
 }
 
 void op_table_t::push_deferred(op_t* op) {
@@ -110,7 +112,7 @@ std::size_t op_table_t::fail_posted_to(int rank, backend::net_fault_t fault) {
     if (op->state != op_state_t::posted || op->rank != rank) continue;
     op->state = op_state_t::abandoned;
     op->fault = fault;
-    push_failed(op);
+    push_settled(op);
     ++count;
   }
   return count;

@@ -7,20 +7,21 @@
 //
 // Three pools: send-side operations (sends, puts, gets; net_max_sends),
 // the caller's posted receives (net_max_recvs), and the device's own
-// receives for put-with-immediate notices (ofi_device.hpp; empty where the
-// provider needs none). An empty pool is the device's retry_nomem.
+// receives for notices (ofi_device.hpp). An empty pool is the device's retry_nomem.
 //
 // Life of an op:  free -alloc-> taken -post ok-> posted -completion-> free
 //                 taken -post refused (EAGAIN)-> free
-//                 taken -peer known dead-> failed (never posted; reported
-//                        once by poll, then free)
+//                 taken -peer known dead-> settled with a fault (never
+//                        posted; reported once by poll, then free)
+//                 taken -zero-byte put, no immediate data-> settled with
+//                        no fault (never posted; reported likewise)
 //                 posted -write of an emulated put-with-immediate done->
 //                        taken again, as its notice -> posted (or deferred)
 //                 posted -notice received (notice pool)-> taken -> posted
 //                        again (or deferred)
 //                 posted -RMA lost its connection, peer alive-> taken ->
 //                        posted again (or deferred)
-//                 posted -peer found dead-> abandoned + failed (reported
+//                 posted -peer found dead-> abandoned + settled (reported
 //                        once by poll; freed once it is both reported and
 //                        returned by libfabric, which a dead peer's
 //                        provider may never do: then the op stays taken)
@@ -31,7 +32,7 @@
 //                fi_context until its completion is read.
 // Allocation:    at construction only.
 // Limits:        the three pool sizes; alloc() returns nullptr when a pool
-//                is empty; the failed and deferred lists hold at most every
+//                is empty; the settled and deferred lists hold at most every
 //                op.
 #pragma once
 
@@ -47,14 +48,14 @@ namespace lci::backends::ofi {
 
 enum class op_pool_t : std::uint8_t { send, recv, notice };
 inline constexpr std::size_t op_pools_count = 3;
-enum class op_state_t : std::uint8_t { free, taken, posted, failed, abandoned };
+enum class op_state_t : std::uint8_t { free, taken, posted, settled, abandoned };
 
 struct op_t {
   // First member: libfabric is given &fi_context, and providers in
   // FI_CONTEXT/FI_CONTEXT2 mode use it as scratch space while the operation
   // is in flight.
   fi_context2 fi_context;
-  op_t* next = nullptr;  // free list, failed list or deferred list
+  op_t* next = nullptr;  // free list, settled list or deferred list
   void* user_context = nullptr;
   void* buffer = nullptr;               // the local buffer (recv: the posted one)
   std::uintptr_t remote_address = 0;    // RMA: rmr.base + offset (for faults)
@@ -70,7 +71,7 @@ struct op_t {
   // send, write, read; recv for the caller's receives; remote_write for the
   // device's own notice receives.
   backend::net_opcode_t opcode = backend::net_opcode_t::send;
-  backend::net_fault_t fault = backend::net_fault_t::none;  // failed: why
+  backend::net_fault_t fault = backend::net_fault_t::none;  // settled by a failure: why
   // Emulated put-with-immediate (ofi_device.hpp): the notice's CQ data, sent
   // once the write has landed; is_notice once the op carries that notice.
   std::uint64_t notice_data = 0;
@@ -97,10 +98,12 @@ class op_table_t {
   // and in flight.
   op_t* from_context(void* context);
 
-  // Failed ops wait here until poll reports them (FIFO).
-  void push_failed(op_t* op);
-  op_t* pop_failed() { return failed_.pop(); }
-  bool has_failed() const { return !failed_.empty(); }
+  // Settled ops — finished without a provider completion: failed (a fault),
+  // or a zero-byte put that needs no provider op — wait here until poll
+  // reports them (FIFO).
+  void push_settled(op_t* op);
+  op_t* pop_settled() { return settled_.pop(); }
+  bool has_settled() const { return !settled_.empty(); }
   // Ops to post again from poll (a notice to send, a notice receive, an RMA
   // that lost its connection), and those libfabric refused there with
   // -FI_EAGAIN, wait here for the next poll (FIFO).
@@ -139,7 +142,7 @@ class op_table_t {
   std::unique_ptr<op_t[]> ops_;  // the send pool, then the recv pool, then the notice pool
   op_t* free_[op_pools_count] = {nullptr, nullptr, nullptr};
   std::size_t in_use_[op_pools_count] = {0, 0, 0};
-  fifo_t failed_;
+  fifo_t settled_;
   fifo_t deferred_;
 };
 

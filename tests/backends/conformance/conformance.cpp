@@ -263,6 +263,64 @@ TEST_P(BackendConformance, InjectPutsAndPutImms) {
   });
 }
 
+// Zero-byte puts complete like any other: post_put and post_putImm with a
+// write completion (length 0, their context, no fault), and each putImm and
+// putImms with a remote_write of length 0 carrying its imm at the target.
+TEST_P(BackendConformance, ZeroBytePuts) {
+  expect_ok(GetParam(), 2, [](rank_ctx_t& ctx) {
+    endpoint_t ep(ctx);
+    const int peer = 1 - ep.rank;
+    region_t target(64);
+    const net_rmr_t mine =
+        ep.device().get_rmr(ep.register_region(target.bytes.data(), target.bytes.size()));
+    net_rmr_t rmrs[2];
+    ctx.allgather(&mine, sizeof(mine), rmrs);
+    region_t source(8);
+    const net_mr_t mr = ep.register_region(source.bytes.data(), source.bytes.size());
+    const bool imm = ep.attr().supports_put_imm;
+    ep.post("post_put", [&] {
+      return ep.device().post_put(peer, source.bytes.data(), 0, mr, 8, rmrs[peer],
+                                  reinterpret_cast<void*>(1));
+    });
+    if (imm) {
+      ep.post("post_putImm", [&] {
+        return ep.device().post_putImm(peer, source.bytes.data(), 0, mr, 16, rmrs[peer],
+                                       0x5A0 + ep.rank, reinterpret_cast<void*>(2));
+      });
+      ep.post("post_putImms", [&] {
+        return ep.device().post_putImms(peer, source.bytes.data(), 0, 24, rmrs[peer],
+                                        0x6B0 + ep.rank);
+      });
+    }
+    const std::size_t writes = imm ? 2 : 1;
+    const std::size_t remote_writes = imm ? 2 : 0;
+    ep.wait_for([&] {
+      return ep.local_count() == writes && ep.remote_write_count() == remote_writes;
+    }, "zero-byte put completions");
+    std::set<std::uintptr_t> contexts;
+    for (const net_status_t& status : ep.local()) {
+      LCI_CONFORM(status.opcode == net_opcode_t::write, get_net_opcode_str(status.opcode));
+      LCI_CONFORM(status.fault == net_fault_t::none, describe_fault(status));
+      LCI_CONFORM(status.rank == peer && status.length == 0, "rank/length of a zero-byte write");
+      contexts.insert(reinterpret_cast<std::uintptr_t>(status.user_context));
+    }
+    LCI_CONFORM(contexts.size() == writes && *contexts.begin() == 1, "write user_contexts");
+    std::set<backend::net_imm_data_t> imms;
+    for (const net_status_t& status : ep.remote_writes()) {
+      LCI_CONFORM(status.rank == peer && status.length == 0,
+                  "zero-byte remote_write: rank " << status.rank << ", length " << status.length);
+      imms.insert(status.imm_data);
+    }
+    if (imm) {
+      LCI_CONFORM(imms == (std::set<backend::net_imm_data_t>{0x5A0u + peer, 0x6B0u + peer}),
+                  "zero-byte remote_write imms");
+    }
+    LCI_CONFORM(std::string(target.bytes.data(), 64) == std::string(64, '\0'),
+                "a zero-byte put wrote bytes");
+    ctx.barrier();
+  });
+}
+
 // get: the target's data arrives in the local buffer; read completion.
 TEST_P(BackendConformance, Get) {
   constexpr std::size_t size = 300;
