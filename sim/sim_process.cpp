@@ -83,8 +83,9 @@ lci::detail::host_t* job_host_lookup() { return g_job_host; }
 
 std::unique_ptr<backend::net_context_t> open_network(bootstrap::bootstrap_t& bootstrap) {
 #if defined(LCI_HAVE_OFI)
-  return std::make_unique<backends::ofi::ofi_context_t>(
-      bootstrap, lci::detail::get_default_attr_net_context().ofi_provider_name);
+  const lci::attr_net_context_t attr = lci::detail::get_default_attr_net_context();
+  return std::make_unique<backends::ofi::ofi_context_t>(bootstrap, attr.ofi_provider_name,
+                                                        attr.device_name);
 #else
   (void)bootstrap;
   throw std::logic_error("lci sim: process mode without a real network backend");

@@ -1,5 +1,8 @@
 #include "backends/ofi/ofi_context.hpp"
 
+#include <arpa/inet.h>
+#include <ifaddrs.h>
+#include <netinet/in.h>
 #include <rdma/fabric.h>
 #include <rdma/fi_errno.h>
 
@@ -54,16 +57,61 @@ bool is_ip_address_format(std::uint32_t format) {
   return format == FI_SOCKADDR || format == FI_SOCKADDR_IN || format == FI_SOCKADDR_IN6;
 }
 
+// The IPv4 address an IP provider binds to: of the interface named
+// `device_name` ("eth0"), `device_name` itself when it is an address, or
+// loopback when it is empty (the job runs on one machine). false with
+// *error set when it is neither.
+bool source_address(const std::string& device_name, std::string* address, std::string* error) {
+  if (device_name.empty()) {
+    *address = "127.0.0.1";
+    return true;
+  }
+  in_addr parsed{};
+  if (inet_pton(AF_INET, device_name.c_str(), &parsed) == 1) {
+    *address = device_name;
+    return true;
+  }
+  ifaddrs* interfaces = nullptr;
+  if (getifaddrs(&interfaces) != 0) {
+    *error = "device_name \"" + device_name + "\": getifaddrs failed";
+    return false;
+  }
+  std::string names;
+  for (const ifaddrs* entry = interfaces; entry != nullptr; entry = entry->ifa_next) {
+    if (entry->ifa_addr == nullptr || entry->ifa_addr->sa_family != AF_INET) continue;
+    const auto* ipv4 = reinterpret_cast<const sockaddr_in*>(entry->ifa_addr);
+    if (device_name == entry->ifa_name) {
+      char text[INET_ADDRSTRLEN] = {};
+      inet_ntop(AF_INET, &ipv4->sin_addr, text, sizeof(text));
+      *address = text;
+      freeifaddrs(interfaces);
+      return true;
+    }
+    names += (names.empty() ? "\"" : ", \"") + std::string(entry->ifa_name) + "\"";
+  }
+  freeifaddrs(interfaces);
+  *error = "device_name \"" + device_name +
+           "\" is neither an IPv4 network interface here (" + names + ") nor an address";
+  return false;
+}
+
 // fi_getinfo for one provider; nullptr with *error set when it is unusable.
-// A provider that addresses peers by IP is asked again, bound to loopback.
-fi_info* try_provider(const char* provider_name, std::string* error) {
+// A provider that addresses peers by IP is asked again, bound to the
+// address source_address() gives for `device_name`.
+fi_info* try_provider(const char* provider_name, const std::string& device_name,
+                      std::string* error) {
   fi_info* hints = make_hints(provider_name);
   fi_info* info = nullptr;
   int rc = fi_getinfo(fi_api_version, nullptr, nullptr, 0, hints, &info);
   if (rc == 0 && is_ip_address_format(info->addr_format)) {
     fi_freeinfo(info);
     info = nullptr;
-    rc = fi_getinfo(fi_api_version, "127.0.0.1", nullptr, FI_SOURCE, hints, &info);
+    std::string address;
+    if (!source_address(device_name, &address, error)) {
+      fi_freeinfo(hints);
+      return nullptr;
+    }
+    rc = fi_getinfo(fi_api_version, address.c_str(), nullptr, FI_SOURCE, hints, &info);
   }
   fi_freeinfo(hints);
   if (rc != 0) {
@@ -89,7 +137,7 @@ std::string available_providers() {
   return list.empty() ? "none" : list;
 }
 
-fi_info* choose_provider(const std::string& provider_name) {
+fi_info* choose_provider(const std::string& provider_name, const std::string& device_name) {
   std::vector<std::string> candidates;
   if (provider_name.empty()) {
     for (const char* name : default_provider_names) candidates.emplace_back(name);
@@ -99,7 +147,7 @@ fi_info* choose_provider(const std::string& provider_name) {
   std::string reasons;
   for (const std::string& name : candidates) {
     std::string error;
-    fi_info* info = try_provider(name.c_str(), &error);
+    fi_info* info = try_provider(name.c_str(), device_name, &error);
     if (info != nullptr) return info;
     reasons += (reasons.empty() ? "" : "; ") + ("\"" + name + "\": " + error);
   }
@@ -137,12 +185,12 @@ void ofi_context_t::fabric_closer_t::operator()(fid_fabric* fabric) const {
 }
 
 ofi_context_t::ofi_context_t(bootstrap::bootstrap_t& bootstrap,
-                             const std::string& provider_name)
+                             const std::string& provider_name, const std::string& device_name)
     : bootstrap_(bootstrap),
       rank_me_(bootstrap.rank_me()),
       rank_n_(bootstrap.rank_n()),
       context_index_(g_contexts_opened.fetch_add(1, util::mo_relaxed)),  // relaxed: see above
-      info_(choose_provider(provider_name)),
+      info_(choose_provider(provider_name, device_name)),
       provider_name_(info_->fabric_attr->prov_name),
       peers_(bootstrap, "lci_ofi_c" + std::to_string(context_index_) + "_peers"),
       native_put_imm_(reports_remote_data_source(provider_name_)) {

@@ -10,8 +10,11 @@
 // FI_MR_PROV_KEY, FI_MR_ALLOCATED, FI_MR_ENDPOINT; never FI_MR_LOCAL, since
 // the runtime posts unregistered packets) and without the FI_RX_CQ_DATA
 // mode (remote CQ data must not consume a posted receive). Providers that
-// address peers by IP are bound to 127.0.0.1: this backend runs jobs on one
-// machine (see docs/backends/ofi.md).
+// address peers by IP (tcp) bind to the network interface or IPv4 address
+// named by device_name (the attribute, LCI_ATTR_DEVICE_NAME: "eth0",
+// "10.1.2.3"), which is how a job spans machines; without one, to
+// 127.0.0.1, and the job runs on one machine (see docs/backends/ofi.md).
+// Other providers ignore device_name.
 //
 // alloc_device() is collective: every rank calls it in the same order; the
 // n-th device of a rank opens a domain, endpoint, CQ and AV, publishes its
@@ -54,7 +57,9 @@ inline constexpr const char* default_provider_names[] = {"shm", "tcp;ofi_rxm"};
 
 class ofi_context_t final : public backend::net_context_t {
  public:
-  ofi_context_t(bootstrap::bootstrap_t& bootstrap, const std::string& provider_name);
+  // device_name: "", an interface or an IPv4 address (see above).
+  ofi_context_t(bootstrap::bootstrap_t& bootstrap, const std::string& provider_name,
+                const std::string& device_name = "");
   ~ofi_context_t() override = default;
   ofi_context_t(const ofi_context_t&) = delete;
   ofi_context_t& operator=(const ofi_context_t&) = delete;

@@ -24,7 +24,8 @@ class process_host_t final : public host_t {
   process_host_t()
       : bootstrap_(bootstrap::open_bootstrap()),
         context_(std::make_unique<backends::ofi::ofi_context_t>(
-            *bootstrap_, get_default_attr_net_context().ofi_provider_name)) {}
+            *bootstrap_, get_default_attr_net_context().ofi_provider_name,
+            get_default_attr_net_context().device_name)) {}
   // A global runtime the program did not finalize goes first, while its
   // network still exists; then the network, then the bootstrap.
   ~process_host_t() override {

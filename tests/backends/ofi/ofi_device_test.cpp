@@ -137,6 +137,43 @@ TEST(OfiContext, AnUnusableProviderNamesItselfAndTheAlternatives) {
   }
 }
 
+// device_name picks the network interface (or address) tcp binds to — the
+// way a job spans machines — and a name that is neither is refused naming
+// it and the interfaces there are.
+TEST(OfiContext, ADeviceNameSelectsTheInterface) {
+  const auto bootstrap = bootstrap::open_bootstrap(bootstrap::bootstrap_kind_t::local);
+  ofi_context_t context(*bootstrap, "tcp;ofi_rxm", "lo");
+  const std::unique_ptr<net_device_t> device = context.alloc_device({});
+  char inbox[8] = {};
+  const char text[] = "via lo";
+  ASSERT_TRUE(device->post_recv(inbox, sizeof(inbox), net_mr_t{}, nullptr).is_done());
+  error_t posted = errorcode_t::retry;
+  for (std::size_t turn = 0; turn < turns_max && posted.is_retry(); ++turn) {
+    posted = device->post_send(0, text, sizeof(text), net_mr_t{}, 0, nullptr);
+  }
+  ASSERT_TRUE(posted.is_posted());
+  std::size_t completions = 0;
+  for (std::size_t turn = 0; turn < turns_max && completions < 2; ++turn) {
+    net_status_t status;
+    if (device->poll_comp(&status, 1) == 1) {
+      EXPECT_EQ(status.fault, net_fault_t::none) << backend::describe_fault(status);
+      ++completions;
+    }
+  }
+  ASSERT_EQ(completions, 2u);
+  EXPECT_STREQ(inbox, text);
+  try {
+    ofi_context_t unknown(*bootstrap, "tcp;ofi_rxm", "no_such_if0");
+    FAIL() << "a context bound to an interface that does not exist";
+  } catch (const std::runtime_error& error) {
+    const std::string what = error.what();
+    EXPECT_NE(what.find("device_name \"no_such_if0\" is neither"), std::string::npos) << what;
+    EXPECT_NE(what.find("\"lo\""), std::string::npos) << what;
+  }
+  ofi_context_t by_address(*bootstrap, "tcp;ofi_rxm", "127.0.0.1");
+  EXPECT_NE(by_address.alloc_device({}), nullptr);
+}
+
 TEST_P(OfiDevice, SendToSelfReportsEveryField) {
   const std::unique_ptr<net_device_t> device = context_->alloc_device({});
   std::vector<net_status_t> seen;
