@@ -8,13 +8,10 @@
 #include <thread>
 #include <vector>
 
-#include "lci/api/lci_generated.hpp"
-#include "lci/runtime/runtime_impl.hpp"
+#include "lci/runtime/process_host.hpp"
+#include "lci/runtime/host.hpp"
 #include "lci/util/assert.hpp"
 
-#if defined(LCI_HAVE_OFI)
-#include "backends/ofi/ofi_context.hpp"
-#endif
 
 extern char** environ;
 
@@ -50,47 +47,11 @@ constexpr bool real_network_compiled_in = true;
 constexpr bool real_network_compiled_in = false;
 #endif
 
-// The host of every runtime a body creates in process mode; every thread of
-// the process belongs to it.
-class job_host_t final : public lci::detail::host_t {
- public:
-  explicit job_host_t(backend::net_context_t& context) : context_(context) {}
-  // A global runtime a body left behind goes while its network still exists.
-  ~job_host_t() override { delete g_runtime_; }
-  job_host_t(const job_host_t&) = delete;
-  job_host_t& operator=(const job_host_t&) = delete;
-
-  backend::net_context_t& net_context() override { return context_; }
-  bool simulated() const override { return false; }
-  lci::detail::runtime_impl_t*& g_runtime_slot() override { return g_runtime_; }
-  void idle(const char* what) override {
-    (void)what;
-    std::this_thread::yield();  // let the peers on this machine run
-  }
-  unsigned& dispatch_depth() override {
-    thread_local unsigned depth = 0;
-    return depth;
-  }
-
- private:
-  backend::net_context_t& context_;
-  lci::detail::runtime_impl_t* g_runtime_ = nullptr;
-};
-
-job_host_t* g_job_host = nullptr;  // set before the lookup is installed
+// The host of every runtime a body creates in process mode (every thread
+// of the process belongs to it); set before the lookup is installed.
+lci::detail::host_t* g_job_host = nullptr;
 
 lci::detail::host_t* job_host_lookup() { return g_job_host; }
-
-std::unique_ptr<backend::net_context_t> open_network(bootstrap::bootstrap_t& bootstrap) {
-#if defined(LCI_HAVE_OFI)
-  const lci::attr_net_context_t attr = lci::detail::get_default_attr_net_context();
-  return std::make_unique<backends::ofi::ofi_context_t>(bootstrap, attr.ofi_provider_name,
-                                                        attr.device_name);
-#else
-  (void)bootstrap;
-  throw std::logic_error("lci sim: process mode without a real network backend");
-#endif
-}
 
 }  // namespace
 
@@ -133,10 +94,10 @@ process_job_t& process_job_t::get() {
 
 process_job_t::process_job_t()
     : bootstrap_(bootstrap::open_bootstrap()),
-      context_(open_network(*bootstrap_)),
-      host_(std::make_unique<job_host_t>(*context_)) {
+      context_(lci::detail::open_real_network(*bootstrap_)),
+      host_(std::make_unique<lci::detail::real_process_host_t>(*context_)) {
   LCI_ASSERT(context_->rank_me() == bootstrap_->rank_me(), "network and bootstrap ranks differ");
-  g_job_host = static_cast<job_host_t*>(host_.get());
+  g_job_host = host_.get();
   lci::detail::set_host_lookup(&job_host_lookup);
 }
 

@@ -21,9 +21,16 @@
 //                global runtime the program left behind (finalized at
 //                process exit, before the network closes).
 // Allocation:    at creation.
+//
+// real_process_host_t and open_real_network() are the two parts, for a
+// harness that runs rank bodies as processes with a bootstrap of its own
+// (sim/sim_process.hpp).
 #pragma once
 
+#include <memory>
+
 #include "backends/backend.hpp"
+#include "lci/bootstrap/bootstrap.hpp"
 #include "lci/runtime/host.hpp"
 
 namespace lci::detail {
@@ -32,5 +39,32 @@ namespace lci::detail {
 // no real network backend is compiled in, or when opening the bootstrap or
 // the network fails (the message names what is missing).
 host_t& process_host();
+
+// The network context of this build's real backend over `bootstrap`
+// (collective), its attributes from the environment (LCI_ATTR_*); throws
+// std::runtime_error when no real backend is compiled in or it fails.
+std::unique_ptr<backend::net_context_t> open_real_network(bootstrap::bootstrap_t& bootstrap);
+
+// The host of a real process over a network context it does not own; owns
+// a global runtime the program left behind (deleted first, while the
+// network still exists).
+class real_process_host_t final : public host_t {
+ public:
+  explicit real_process_host_t(backend::net_context_t& context) : context_(context) {}
+  ~real_process_host_t() override;
+  real_process_host_t(const real_process_host_t&) = delete;
+  real_process_host_t& operator=(const real_process_host_t&) = delete;
+
+  backend::net_context_t& net_context() override { return context_; }
+  bool simulated() const override { return false; }
+  runtime_impl_t*& g_runtime_slot() override { return g_runtime_; }
+  // Yields the CPU once: the peers may share this machine.
+  void idle(const char* what) override;
+  unsigned& dispatch_depth() override;  // per OS thread
+
+ private:
+  backend::net_context_t& context_;
+  runtime_impl_t* g_runtime_ = nullptr;
+};
 
 }  // namespace lci::detail
