@@ -485,9 +485,12 @@ std::size_t ofi_device_t::poll_comp(net_status_t* statuses, std::size_t statuses
   LCI_ASSERT(statuses != nullptr, "poll_comp: statuses is null");
   util::try_lock_guard_t guard(lock_);
   if (!guard.owns_lock()) return 0;
-  retry_deferred_locked();
-  std::size_t count = report_settled_locked(statuses, statuses_max);
-  count += report_dead_locked(statuses + count, statuses_max - count);
+  // The common poll finds nothing deferred, settled or dead: a load each.
+  if (ops_.deferred_count() != 0) retry_deferred_locked();
+  std::size_t count = ops_.has_settled() ? report_settled_locked(statuses, statuses_max) : 0;
+  if (dead_unreported_count_ != 0) {
+    count += report_dead_locked(statuses + count, statuses_max - count);
+  }
   bool stop = false;
   for (std::size_t reads = 0; reads < cq_reads_max && count < statuses_max && !stop; ++reads) {
     count += read_cq_locked(statuses + count, statuses_max - count, count > 0, &stop);

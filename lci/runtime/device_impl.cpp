@@ -99,7 +99,7 @@ error_t device_impl_t::push_backlog(backlog_step_t step) {
   return errorcode_t::posted_backlog;
 }
 
-bool device_impl_t::drain_backlog() {
+bool device_impl_t::drain_backlog_steps() {
   bool progressed = false;
   while (auto step = backlog_.pop()) {
     error_t error;
@@ -141,7 +141,7 @@ void device_impl_t::drain_before_close() {
   }
 }
 
-bool device_impl_t::replenish_receives() {
+bool device_impl_t::post_receives() {
   bool posted_any = false;
   // relaxed: see recvs_posted_.
   while (recvs_posted_.load(util::mo_relaxed) < recvs_target_) {

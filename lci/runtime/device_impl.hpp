@@ -79,7 +79,12 @@ class device_impl_t {
     return push_backlog(backlog_step_t(std::forward<Step>(step)));
   }
   // progress() step 1: re-runs queued steps in order until one retries.
-  bool drain_backlog();
+  bool drain_backlog() {
+    // relaxed: a step pushed meanwhile is left to the next progress call,
+    // as it would be had it come a moment later.
+    if (backlog_steps_.load(util::mo_relaxed) == 0) return false;
+    return drain_backlog_steps();
+  }
   // Counts `request` among the operations in flight (in_flight_mark_t).
   void mark_in_flight(request_t* request) { request->in_flight.arm(&in_flight_count_); }
   // No backlog step is unfinished and no operation is in flight: every
@@ -100,11 +105,17 @@ class device_impl_t {
 
   // Tops the pre-posted receives up to net_max_recvs; false when nothing
   // could be posted (no packet, or the network refused).
-  bool replenish_receives();
+  bool replenish_receives() {
+    // relaxed: see recvs_posted_.
+    if (recvs_posted_.load(util::mo_relaxed) >= recvs_target_) return false;
+    return post_receives();
+  }
   // A pre-posted receive completed (its packet is the runtime's now).
   void note_receive_consumed() { recvs_posted_.fetch_sub(1, util::mo_relaxed); }
 
  private:
+  bool drain_backlog_steps();  // drain_backlog() with steps waiting
+  bool post_receives();        // replenish_receives() below the target
   // Queues a step the network refused; returns posted_backlog (throws as
   // run_or_backlog() says).
   error_t push_backlog(backlog_step_t step);
