@@ -162,6 +162,7 @@ ofi_device_t::ofi_device_t(const fi_info* info, fid_fabric* fabric, const peer_t
       attr_(resolve_attr(info, requested, notices_max)),
       ops_(attr_.net_max_sends, attr_.net_max_recvs, notices_max),
       dead_(peers.rank_n(), 0),
+      address_of_rank_(peers.rank_n(), FI_ADDR_NOTAVAIL),
       checked_(peers.rank_n(), 0) {
   LCI_ASSERT(rank_me >= 0 && rank_me < rank_n_, "rank_me outside the job");
   LCI_ASSERT(attr_.net_max_sends > 0 && attr_.net_max_recvs > 0, "provider queues are empty");
@@ -235,9 +236,26 @@ void ofi_device_t::insert_peers(const std::vector<std::vector<char>>& names) {
       throw std::runtime_error("lci ofi: " + describe_fi_error("fi_av_insert", inserted) +
                                " for the address of rank " + std::to_string(rank));
     }
-    // FI_AV_TABLE hands out consecutive indices from 0: the rank itself.
-    LCI_ASSERT(address == static_cast<fi_addr_t>(rank), "AV index differs from the rank");
+    // FI_AV_TABLE should hand out consecutive indices from 0 (the rank
+    // itself), but shm (libfabric 1.17) continues from where an earlier
+    // device's AV in this process stopped: keep the map both ways.
+    if (address == FI_ADDR_NOTAVAIL || address >= av_address_max) {
+      throw std::runtime_error("lci ofi: fi_av_insert gave address " + std::to_string(address) +
+                               " to rank " + std::to_string(rank) + " (not an AV table index)");
+    }
+    address_of_rank_[static_cast<std::size_t>(rank)] = address;
+    if (address >= rank_of_address_.size()) rank_of_address_.resize(address + 1, -1);
+    rank_of_address_[address] = rank;
   }
+}
+
+int ofi_device_t::rank_of(fi_addr_t source) const {
+  const int rank = source < rank_of_address_.size() ? rank_of_address_[source] : -1;
+  if (rank < 0) {
+    throw std::runtime_error("lci ofi: a completion names source address " +
+                             std::to_string(source) + ", which is no rank's");
+  }
+  return rank;
 }
 
 std::uint64_t ofi_device_t::remote_address(net_rmr_t rmr, std::uint64_t offset) const {
@@ -312,7 +330,7 @@ error_t ofi_device_t::post_message(int rank, const void* buffer, std::size_t siz
   if (silent && injects_final_ && dead_[rank] == 0) {
     // No op, no completion (see injects_final_): fi_injectdata never
     // generates one.
-    const long rc = fi_injectdata(ep_, buffer, size, imm_data, static_cast<fi_addr_t>(rank));
+    const long rc = fi_injectdata(ep_, buffer, size, imm_data, address_of(rank));
     if (rc == 0) return errorcode_t::done;
     if (rc == -FI_EAGAIN) return refused_locked(rank);
     // Any other refusal takes the tracked path below, which reports it.
@@ -334,7 +352,7 @@ error_t ofi_device_t::post_message(int rank, const void* buffer, std::size_t siz
   msg.msg_iov = &iov;
   msg.desc = &desc;
   msg.iov_count = 1;
-  msg.addr = static_cast<fi_addr_t>(rank);
+  msg.addr = address_of(rank);
   msg.context = &op->fi_context;
   msg.data = imm_data;
   const std::uint64_t flags = FI_COMPLETION | FI_REMOTE_CQ_DATA | (silent ? FI_INJECT : 0);
@@ -401,7 +419,7 @@ long ofi_device_t::issue_rma_locked(op_t* op) {
   msg.msg_iov = &iov;
   msg.desc = &op->desc;
   msg.iov_count = 1;
-  msg.addr = static_cast<fi_addr_t>(op->rank);
+  msg.addr = address_of(op->rank);
   msg.rma_iov = &remote;
   msg.rma_iov_count = 1;
   msg.context = &op->fi_context;
@@ -564,10 +582,9 @@ bool ofi_device_t::translate_locked(const void* raw_entry, std::uint64_t source,
     // event with nothing to report.
     const std::uint64_t remote_data = FI_REMOTE_WRITE | FI_REMOTE_CQ_DATA;
     if ((entry.flags & remote_data) != remote_data) return false;
-    LCI_ASSERT(source < static_cast<std::uint64_t>(rank_n_), "remote write without a source");
     *status = net_status_t{};
     status->opcode = net_opcode_t::remote_write;
-    status->rank = static_cast<int>(source);
+    status->rank = rank_of(source);
     status->length = static_cast<std::size_t>(entry.data >> 32);
     status->imm_data = static_cast<net_imm_data_t>(entry.data);
     return true;
@@ -585,8 +602,7 @@ bool ofi_device_t::translate_locked(const void* raw_entry, std::uint64_t source,
   status->length = op->length;
   const bool report = !op->silent;
   if (op->opcode == net_opcode_t::recv) {
-    LCI_ASSERT(source < static_cast<std::uint64_t>(rank_n_), "receive without a source");
-    status->rank = static_cast<int>(source);
+    status->rank = rank_of(source);
     status->buffer = op->buffer;
     status->length = entry.len;
     if ((entry.flags & FI_REMOTE_CQ_DATA) != 0) {
@@ -594,9 +610,8 @@ bool ofi_device_t::translate_locked(const void* raw_entry, std::uint64_t source,
     }
   } else if (op->opcode == net_opcode_t::remote_write) {
     // A notice: an emulated put-with-immediate has landed here.
-    LCI_ASSERT(source < static_cast<std::uint64_t>(rank_n_), "notice without a source");
     LCI_ASSERT((entry.flags & FI_REMOTE_CQ_DATA) != 0, "notice without its data");
-    status->rank = static_cast<int>(source);
+    status->rank = rank_of(source);
     status->length = put_imm_length(entry.data);
     status->imm_data = static_cast<net_imm_data_t>(entry.data);
     op->state = op_state_t::taken;
@@ -620,7 +635,7 @@ void ofi_device_t::post_notice_locked(op_t* op) {
   LCI_ASSERT(op->is_notice, "not a notice");
   fi_msg_tagged msg{};
   msg.iov_count = 0;
-  msg.addr = static_cast<fi_addr_t>(op->rank);
+  msg.addr = address_of(op->rank);
   msg.tag = notice_tag;
   msg.context = &op->fi_context;
   msg.data = op->notice_data;

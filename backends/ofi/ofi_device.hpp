@@ -1,7 +1,8 @@
 // ofi_device_t: one LCI network device over libfabric (paper §4.2.4): its
 // own domain, an FI_EP_RDM endpoint, a completion queue (FI_CQ_FORMAT_DATA,
 // read with fi_cq_readfrom so every completion names its peer) and an
-// FI_AV_TABLE address vector holding every rank at fi_addr_t == rank.
+// FI_AV_TABLE address vector holding every rank (a map each way between
+// rank and fi_addr_t: shm does not always number a new AV from 0).
 //
 // Mapping of the contract onto libfabric:
 //   post_recv             fi_recv (any source)
@@ -121,6 +122,9 @@ inline constexpr std::size_t peer_check_idle_turns = 1024;
 // Tagged receives every device keeps posted for notices (more notices wait
 // in the provider until the device polls).
 inline constexpr std::size_t notices_max = 64;
+// The largest AV table index a device accepts (a sanity bound: indices are
+// small integers, never pointers, with FI_AV_TABLE).
+inline constexpr fi_addr_t av_address_max = fi_addr_t{1} << 24;
 
 class ofi_device_t final : public backend::net_device_t {
  public:
@@ -136,8 +140,8 @@ class ofi_device_t final : public backend::net_device_t {
 
   // This endpoint's libfabric name (fi_getname), to publish to the peers.
   const std::vector<char>& name() const { return name_; }
-  // Inserts every rank's endpoint name, in rank order; afterwards
-  // fi_addr_t == rank. Called once, before any post.
+  // Inserts every rank's endpoint name, in rank order, and maps rank to
+  // address and back. Called once, before any post.
   void insert_peers(const std::vector<std::vector<char>>& names);
 
   const backend::net_device_attr_t& attr() const override { return attr_; }
@@ -176,6 +180,12 @@ class ofi_device_t final : public backend::net_device_t {
   [[nodiscard]] error_t post_message(int rank, const void* buffer, std::size_t size,
                                      backend::net_mr_t mr, backend::net_imm_data_t imm_data,
                                      void* user_context, bool silent);
+  fi_addr_t address_of(int rank) const {
+    return address_of_rank_[static_cast<std::size_t>(rank)];
+  }
+  // The rank of a completion's source address; throws std::runtime_error
+  // for an address no rank has.
+  int rank_of(fi_addr_t source) const;
   [[nodiscard]] error_t post_rma(const rma_args_t& args);
   [[nodiscard]] error_t post_empty_write_locked(op_t* op, const rma_args_t& args);
   long issue_rma_locked(op_t* op);
@@ -223,6 +233,10 @@ class ofi_device_t final : public backend::net_device_t {
   op_table_t ops_;                      // under lock_
   // under lock_: rank -> 0 alive, dead_found (not yet reported), dead_reported.
   std::vector<unsigned char> dead_;
+  // The AV's address of each rank and the rank of each address (-1: none),
+  // from insert_peers() (see there for why they are not the identity).
+  std::vector<fi_addr_t> address_of_rank_;
+  std::vector<int> rank_of_address_;
   std::size_t dead_unreported_count_ = 0;  // under lock_: ranks at dead_found
   int probe_next_rank_ = 0;                // under lock_: check_peers_locked's turn
   std::size_t idle_turns_ = 0;          // under lock_: empty polls + refused posts
