@@ -1,6 +1,7 @@
 #include "tests/runtime/workload.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <malloc.h>
@@ -320,6 +321,7 @@ struct rank_t {
   std::vector<device_t> owned_devices;
   comp_t shared_cq;  // cq kinds: every thread's local completions
   std::vector<std::unique_ptr<remote_inbox_t>> inboxes;  // by thread
+  std::atomic<int> threads_done{0};  // threads of this rank past their work
   std::vector<std::uint8_t> window;  // RMA: region (source, thread) per peer thread
   std::vector<mr_t> window_mrs;      // by device
   std::vector<std::vector<rmr_t>> rmrs;  // [device][rank]
@@ -693,6 +695,14 @@ void run_thread(rank_t& rank, int thread) {
   // signal, a rendezvous FIN) that found it busy and waits in the device's
   // backlog; once this thread stops, nobody progresses a device of its own.
   wait_drained_x().device(device)();
+  // With manual progress (libfabric over tcp or shm) a peer's get or put
+  // through this thread's device completes only while someone polls it: keep
+  // polling until every thread of the rank is done; from then on
+  // finish_rank() polls every device until the whole job is.
+  rank.threads_done.fetch_add(1);
+  while (rank.threads_done.load() < rank.threads_count()) {
+    progress_or_wait(rank, device, "the rank's other threads");
+  }
 }
 
 // register_memory throws when the network refuses (the registration_failure
@@ -762,10 +772,25 @@ void setup_rank(rank_t& rank) {
 void finish_rank(rank_t& rank) {
   // One barrier per device, in the same order everywhere: each polls what
   // its device still holds (completions of sends the peers received), and
-  // after the first no peer will touch our window again.
+  // after the first no peer will touch our window again. While one waits,
+  // every device of this rank is polled: a peer thread may still wait on
+  // an operation that needs this rank's progress on its own device (with
+  // manual progress, e.g. libfabric shm, a small put completes only once
+  // the target polls), and it would never reach the barrier otherwise.
   const std::size_t slots =
       rank.workload.device_per_thread ? static_cast<std::size_t>(rank.threads_count()) : 1;
-  for (std::size_t slot = 0; slot < slots; ++slot) barrier_x().device(rank.devices[slot])();
+  for (std::size_t slot = 0; slot < slots; ++slot) {
+    comp_t done = alloc_sync();
+    barrier_x().device(rank.devices[slot]).comp(done)();
+    while (!sync_test(done, nullptr)) {
+      bool idle = true;
+      for (std::size_t other = 0; other < slots; ++other) {
+        if (progress_x().device(rank.devices[other])().is_done()) idle = false;
+      }
+      if (idle) rank.env->wait("the barriers that end the run");
+    }
+    free_comp(&done);
+  }
   if (rank.workload.paradigm == paradigm_t::put ||
       (rank.workload.paradigm == paradigm_t::put_signal && !rank.inboxes.empty() &&
        rank.inboxes.front()->kind() == completion_t::counter)) {
