@@ -1,7 +1,6 @@
 #include "tests/runtime/workload.hpp"
 
 #include <algorithm>
-#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <malloc.h>
@@ -321,7 +320,7 @@ struct rank_t {
   std::vector<device_t> owned_devices;
   comp_t shared_cq;  // cq kinds: every thread's local completions
   std::vector<std::unique_ptr<remote_inbox_t>> inboxes;  // by thread
-  std::atomic<int> threads_done{0};  // threads of this rank past their work
+  util::atomic<int> threads_done{0};  // threads of this rank past their work
   std::vector<std::uint8_t> window;  // RMA: region (source, thread) per peer thread
   std::vector<mr_t> window_mrs;      // by device
   std::vector<std::vector<rmr_t>> rmrs;  // [device][rank]
@@ -331,6 +330,10 @@ struct rank_t {
     return (static_cast<std::size_t>(source) * threads_count() + thread) * size;
   }
   std::size_t device_slot(int thread) const { return workload.device_per_thread ? thread : 0; }
+  // Devices the run uses: one per thread, or the shared one.
+  std::size_t device_slots_count() const {
+    return workload.device_per_thread ? static_cast<std::size_t>(threads_count()) : 1;
+  }
 };
 
 void progress_or_wait(rank_t& rank, device_t device, const char* what) {
@@ -699,8 +702,10 @@ void run_thread(rank_t& rank, int thread) {
   // through this thread's device completes only while someone polls it: keep
   // polling until every thread of the rank is done; from then on
   // finish_rank() polls every device until the whole job is.
-  rank.threads_done.fetch_add(1);
-  while (rank.threads_done.load() < rank.threads_count()) {
+  // relaxed: the count only ends the polling; it publishes nothing (what
+  // finish_rank() reads of the threads is ordered by their join).
+  rank.threads_done.fetch_add(1, util::mo_relaxed);
+  while (rank.threads_done.load(util::mo_relaxed) < rank.threads_count()) {
     progress_or_wait(rank, device, "the rank's other threads");
   }
 }
@@ -756,7 +761,7 @@ void setup_rank(rank_t& rank) {
         }
       }
     }
-    const std::size_t slots = workload.device_per_thread ? static_cast<std::size_t>(threads) : 1;
+    const std::size_t slots = rank.device_slots_count();
     rank.rmrs.assign(slots, std::vector<rmr_t>(static_cast<std::size_t>(rank.ranks_count)));
     for (std::size_t slot = 0; slot < slots; ++slot) {
       rank.window_mrs.push_back(register_window(rank, rank.devices[slot]));
@@ -777,8 +782,7 @@ void finish_rank(rank_t& rank) {
   // an operation that needs this rank's progress on its own device (with
   // manual progress, e.g. libfabric shm, a small put completes only once
   // the target polls), and it would never reach the barrier otherwise.
-  const std::size_t slots =
-      rank.workload.device_per_thread ? static_cast<std::size_t>(rank.threads_count()) : 1;
+  const std::size_t slots = rank.device_slots_count();
   for (std::size_t slot = 0; slot < slots; ++slot) {
     comp_t done = alloc_sync();
     barrier_x().device(rank.devices[slot]).comp(done)();
