@@ -30,6 +30,7 @@
 #include "lci/bootstrap/bootstrap.hpp"
 #include "lci/util/atomic.hpp"
 #include "tests/backends/conformance/conformance.hpp"
+#include "tests/backends/ofi/ofi_test_env.hpp"
 
 namespace lci::conformance {
 namespace {
@@ -41,11 +42,6 @@ struct process_t {
   std::size_t allgathers_count = 0;  // names each allgather's bootstrap key
 };
 process_t* g_process = nullptr;
-
-std::string provider_from_env() {
-  const char* name = std::getenv("LCI_ATTR_OFI_PROVIDER_NAME");
-  return name != nullptr ? name : "";
-}
 
 [[noreturn]] void fail_fast(const std::string& test_name, const std::string& what) {
   std::fflush(stdout);

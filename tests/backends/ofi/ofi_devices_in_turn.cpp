@@ -12,12 +12,12 @@
 
 #include "backends/ofi/ofi_context.hpp"
 #include "lci/bootstrap/bootstrap.hpp"
+#include "tests/backends/ofi/ofi_test_env.hpp"
 
 int main(int argc, char** argv) {
   const int devices = argc > 1 ? std::atoi(argv[1]) : 20;
   const auto bootstrap = lci::bootstrap::open_bootstrap();
-  const char* provider = std::getenv("LCI_ATTR_OFI_PROVIDER_NAME");
-  lci::backends::ofi::ofi_context_t context(*bootstrap, provider != nullptr ? provider : "");
+  lci::backends::ofi::ofi_context_t context(*bootstrap, lci::conformance::provider_from_env());
   for (int i = 0; i < devices; ++i) {
     try {
       const std::unique_ptr<lci::backend::net_device_t> device = context.alloc_device({});
