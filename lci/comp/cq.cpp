@@ -51,7 +51,7 @@ cq_impl_t::~cq_impl_t() {
 }
 
 void cq_impl_t::signal(status_t status) {
-  auto* node = new status_node_t{status, nullptr};
+  auto* node = new status_node_t(status);
   // [Q1] relaxed: a count; the status itself travels through the queue's
   // own ordering. Coherence makes a pop that happens after this signal read
   // this increment (or a later value) at [Q3].

@@ -14,8 +14,9 @@
 //                still queued at destruction are discarded (the buffers they
 //                name are not freed).
 // Allocation:    at construction the queue (array_atomic: default_length
-//                slots). On the data path one status_node_t (new) per
-//                signal(), deleted by the pop() that returns it.
+//                slots). On the data path one status_node_t per signal(),
+//                from the signalling thread's cache (util::thread_cached_t),
+//                deleted by the pop() that returns it.
 // Limits:        array_atomic: 1 <= default_length <= default_length_max
 //                (std::invalid_argument otherwise); beyond default_length
 //                queued statuses, signal() spills into a spinlock-protected
@@ -44,6 +45,7 @@
 #include "lci/util/atomic.hpp"
 #include "lci/util/cache.hpp"
 #include "lci/util/spinlock.hpp"
+#include "lci/util/thread_cache.hpp"
 
 namespace lci::detail {
 
@@ -69,7 +71,8 @@ class cq_impl_t final : public comp_impl_t {
  private:
   // A queued status: what the wrapped queues hold (as void*), and a link
   // for the overflow list.
-  struct status_node_t {
+  struct status_node_t : util::thread_cached_t<status_node_t> {
+    explicit status_node_t(const status_t& queued) : status(queued) {}
     status_t status;
     status_node_t* next = nullptr;
   };

@@ -7,7 +7,8 @@
 //                posting thread, the network, the matching table, the
 //                rendezvous table); handing it over is what publishes it.
 // Ownership:     created by a post or by progress; deleted by complete().
-// Allocation:    one heap object per operation that is not done at once.
+// Allocation:    one object per operation that is not done at once, from
+//                the calling thread's cache (util::thread_cached_t).
 #pragma once
 
 #include <cstddef>
@@ -18,6 +19,7 @@
 #include "lci/protocol/immediate.hpp"
 #include "lci/util/assert.hpp"
 #include "lci/util/atomic.hpp"
+#include "lci/util/thread_cache.hpp"
 
 namespace lci::detail {
 
@@ -65,7 +67,7 @@ enum class request_kind_t : std::uint8_t {
 
 inline constexpr std::uint32_t rdv_id_none = ~std::uint32_t{0};
 
-struct request_t {
+struct request_t : util::thread_cached_t<request_t> {
   request_kind_t kind = request_kind_t::send_eager;
   device_impl_t* device = nullptr;
   comp_impl_t* comp = nullptr;  // nullptr: COMP_NULL
@@ -121,7 +123,7 @@ struct rtr_t {
 
 // An incoming send that found no posted receive: stored in the matching
 // table until a receive takes it.
-struct unexpected_t {
+struct unexpected_t : util::thread_cached_t<unexpected_t> {
   bool is_rts = false;
   int rank = -1;
   tag_t tag = 0;
