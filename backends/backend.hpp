@@ -125,6 +125,12 @@ struct net_device_attr_t {
   std::size_t max_msg_size = 0;      // largest send/put/get payload
   std::size_t inject_size_max = 0;   // largest post_sends/post_puts payload
   bool supports_put_imm = false;
+  // true: the local buffer of a send, put or get must be registered (a
+  // net_mr_t passed with it). false: the network reads and writes local
+  // memory unregistered (an empty net_mr_t), so the protocol registers only
+  // what a peer addresses remotely. Packets are posted unregistered either
+  // way (backends/<name> docs say how each meets that).
+  bool requires_local_mr = true;
   std::size_t net_max_sends = 0;     // send queue depth (retry beyond it)
   std::size_t net_max_recvs = 0;     // posted receive buffers
   std::size_t net_max_cqes = 0;      // completion queue depth

@@ -90,6 +90,9 @@ net_device_attr_t resolve_attr(const fi_info* info, const net_device_attr_t& req
                                    info->tx_attr->inject_size, inject_size_cap});
   // The length travels in the upper 32 bits of the CQ data.
   attr.supports_put_imm = info->domain_attr->cq_data_size >= sizeof(std::uint64_t);
+  // Only providers without FI_MR_LOCAL are accepted (ofi_context.hpp): a
+  // null descriptor is valid for every local buffer.
+  attr.requires_local_mr = false;
   attr.net_max_sends =
       std::min(pick(requested.net_max_sends, net_max_sends_default), info->tx_attr->size);
   attr.net_max_recvs =

@@ -17,7 +17,7 @@ namespace lci::detail {
 status_t post_rts(const post_args_t& args, bool is_am) {
   device_impl_t& device = *args.device;
   request_t* request = new_request(args, request_kind_t::send_rdv);
-  if (request->mr.is_empty()) {
+  if (request->mr.is_empty() && device.net().attr().requires_local_mr) {
     const error_t error = device.net().register_memory(args.buffer, args.size, &request->owned_mr);
     if (!error.is_done()) {
       delete request;

@@ -32,10 +32,12 @@ std::uint32_t signal_imm(const post_args_t& args, protocol::msg_type_t type) {
   return protocol::make_imm(type, value);
 }
 
-// Registers the local buffer unless the user gave an mr or no byte moves
-// (a network registers no empty region); false on retry.
+// Registers the local buffer unless the user gave an mr, no byte moves (a
+// network registers no empty region) or the network needs no local
+// registration; false on retry.
 bool ensure_registered(device_impl_t& device, request_t* request, error_t* error) {
   if (!request->mr.is_empty() || request->status.size == 0) return true;
+  if (!device.net().attr().requires_local_mr) return true;
   *error = device.net().register_memory(request->status.buffer, request->status.size,
                                         &request->owned_mr);
   if (!error->is_done()) return false;
