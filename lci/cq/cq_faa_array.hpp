@@ -1,39 +1,54 @@
 // faa_array_t: a fixed-capacity MPMC completion queue of non-null void*
-// built on fetch-and-add tickets (paper §4.1.4, the "FAA-based fixed-size
-// array", the second CQ implementation next to lcrq_t).
+// built on a ticket ring (paper §4.1.4, the "FAA-based fixed-size array",
+// the second CQ implementation next to lcrq_t).
 //
 // Thread safety: push and pop may run concurrently from any threads; the
 //                destructor must not run concurrently with anything.
-// Blocking:      bounded spin: an admitted push (pop) whose slot is still
-//                being emptied (filled) by the previous lap's pop (the
+// Blocking:      bounded spin: a push (pop) holding a ticket whose slot is
+//                still being emptied (filled) by the previous lap's pop (the
 //                matching push) waits for that operation's few remaining
-//                instructions. It never waits for a future operation, so it
-//                cannot deadlock, but a descheduled peer delays it.
+//                instructions. It never waits for a future operation (the
+//                one it waits for already holds its ticket), so it cannot
+//                deadlock, but a descheduled peer delays it.
 // Ownership:     the queue stores the pointer only; the pointee stays the
 //                caller's. A value belongs to the queue from a push that
 //                returned true until the pop that returns it.
 // Allocation:    the slot array, once, at construction; never afterwards.
 // Limits:        capacity values (1 <= capacity <= capacity_max). A push
-//                when capacity values are admitted returns false and stores
-//                nothing; a pop with nothing admitted returns nullptr.
-// Progress:      admission is lock-free; a ticket holder is blocking as above
-//                (not lock-free: see docs/design/cq.md).
+//                returns false (and stores nothing) only if the queue holds
+//                capacity values at its linearization point; a pop returns
+//                nullptr only if the queue is empty at its linearization
+//                point. Full and empty are linearizable, not approximate: a
+//                value counts from its push's ticket to its pop's ticket.
+// Progress:      taking a ticket is lock-free; a ticket holder is blocking
+//                as above (not lock-free: see docs/design/cq.md).
 //
-// Algorithm. size_ counts admitted pushes minus admitted pops. A push is
-// admitted by a CAS size_ -> size_ + 1 only while size_ < capacity [A]; a pop
-// by a CAS size_ -> size_ - 1 only while size_ > 0 [A']. Only then does it
-// take a ticket t = tail_++ (head_++ for a pop): an operation never takes a
-// ticket it cannot use. Slot t % slots_count carries a sequence number: t
-// means "free for push t", t + 1 "full for pop t", and pop t frees it for
-// push t + slots_count. slots_count is capacity rounded up to a power of two
-// (a mask instead of a division) and at least 2 (so that t + 1 and
-// t + slots_count differ); admission still enforces capacity.
+// Algorithm. tail_ counts push tickets taken, head_ pop tickets, so the
+// queue holds tail_ - head_ values. A push takes ticket t by a CAS
+// tail_ t -> t + 1 [A] after reading tail_ = t [A1], then head_ = h [A2] with
+// t - h < capacity; a pop takes ticket h by a CAS head_ h -> h + 1 [B] after
+// reading head_ = h [B1], then tail_ = t [B2] with t > h. An operation thus
+// never takes a ticket it cannot use, and 0 <= tail_ - head_ <= capacity
+// always holds (I). Slot t % slots_count carries a sequence number: t means
+// "free for push t", t + 1 "full for pop t", and pop t frees it for push
+// t + slots_count. slots_count is capacity rounded up to a power of two (a
+// mask instead of a division) and at least 2 (so that t + 1 and
+// t + slots_count differ); the tickets still enforce capacity.
 //
-// Linearization: a full push / empty pop at its admission load or failed CAS
-// that sees size_ == capacity / size_ == 0. A successful push at its ticket
-// F&A [P] (tickets order the values); a successful pop at the later of its
-// ticket F&A [Q] and the publication [S] of the matching push (so a pop that
-// got its ticket before push t published is ordered after it).
+// Tickets are taken by CAS rather than fetch-and-add (the paper's name is
+// kept): a fetch-and-add ticket cannot be refused when the queue is full. A
+// separate admission counter in front of fetch-and-add tickets (this
+// queue's earlier design) makes full/empty non-linearizable: a push admitted
+// but not yet holding its ticket makes the queue look full while its value's
+// place in FIFO order is still open (docs/design/cq.md, "FAA array").
+//
+// Linearization, at points of the single total order S of the seq_cst
+// accesses to tail_ and head_: a successful push at its CAS [A]; a
+// successful pop at its CAS [B] (push h took ticket h before, as the pop read
+// tail_ > h; the pop may still wait for that push to publish the value). A
+// full push at [A2]: tail_ only grows, so at [A2] the queue holds at least
+// t - h >= capacity values, by (I) exactly capacity. An empty pop at [B2]:
+// head_ only grows and never passes tail_, so head_ = h = tail_ at [B2].
 #pragma once
 
 #include <cstddef>
@@ -65,8 +80,8 @@ class faa_array_t {
     util::atomic<std::uint64_t> sequence{0};
     util::var<void*> value{nullptr};
   };
-  // A counter alone on its line: size_ is written by pushers and poppers,
-  // tail_ by pushers, head_ by poppers.
+  // A counter alone on its line: tail_ is written by pushers, head_ by
+  // poppers (each reads the other's).
   struct alignas(util::cache_line_bytes) counter_t {
     util::atomic<std::uint64_t> value{0};
   };
@@ -74,11 +89,11 @@ class faa_array_t {
                     sizeof(counter_t) % util::cache_line_bytes == 0,
                 "each counter needs its own cache line");
 
-  bool admit_push();
-  bool admit_pop();
+  std::uint64_t values_max() const;
+  [[nodiscard]] bool take_push_ticket(std::uint64_t& ticket);
+  [[nodiscard]] bool take_pop_ticket(std::uint64_t& ticket);
   static std::size_t round_up_pow2(std::size_t n);
 
-  counter_t size_;
   counter_t tail_;
   counter_t head_;
   alignas(util::cache_line_bytes) const std::size_t capacity_;
@@ -110,46 +125,63 @@ inline faa_array_t::faa_array_t(std::size_t capacity)
 
 inline faa_array_t::~faa_array_t() {
   // relaxed: teardown, no concurrent operations (precondition).
-  LCI_ASSERT(size_.value.load(util::mo_relaxed) <= capacity_,
-             "faa_array_t size out of range at teardown");
-  LCI_ASSERT(tail_.value.load(util::mo_relaxed) -
-                     head_.value.load(util::mo_relaxed) ==
-                 size_.value.load(util::mo_relaxed),  // relaxed: teardown
-             "faa_array_t tickets and size disagree at teardown");
+  const std::uint64_t tail = tail_.value.load(util::mo_relaxed);
+  const std::uint64_t head = head_.value.load(util::mo_relaxed);  // as above
+  LCI_ASSERT(head <= tail, "faa_array_t more pops than pushes at teardown");
+  LCI_ASSERT(tail - head <= values_max(),
+             "faa_array_t holds more than capacity values at teardown");
   delete[] slots_;
 }
 
-inline bool faa_array_t::admit_push() {
-  // relaxed: the counter orders nothing by itself; values are published by
-  // the slot sequence (release [S] / acquire [W]). Only its modification
-  // order matters, which every RMW respects.
-  std::uint64_t size = size_.value.load(util::mo_relaxed);
-  // Lock-free: the CAS fails only when another push or pop was admitted.
+// The most values the tickets let in: capacity. (Broken variant, tests/cq:
+// off by one, admits capacity + 1 values.)
+inline std::uint64_t faa_array_t::values_max() const {
+  return capacity_ + (util::mutated("faa_array_admits_one_extra") ? 1 : 0);
+}
+
+// seq_cst on every tail_/head_ access here and in take_pop_ticket(): the
+// full/empty argument (class comment) compares the two counters at one point
+// of S. On x86 and Arm a seq_cst load or CAS costs what an acquire one does.
+inline bool faa_array_t::take_push_ticket(std::uint64_t& ticket) {
+  std::uint64_t tail = tail_.value.load(util::mo_seq_cst);  // [A1] see above
+  // Lock-free: a round repeats only when tail_ moved, i.e. another push took
+  // a ticket.
   for (;;) {
-    // (Broken variant, tests/cq: off by one, admits capacity + 1 values.)
-    const std::uint64_t admitted_max =
-        capacity_ + (util::mutated("faa_array_admits_one_extra") ? 1 : 0);
-    if (size >= admitted_max) return false;  // [A] full
-    if (size_.value.compare_exchange_weak(size, size + 1,
-                                          util::mo_relaxed,    // see above
-                                          util::mo_relaxed)) {  // see above
+    const std::uint64_t head = head_.value.load(util::mo_seq_cst);  // [A2]
+    if (head > tail) {
+      // tail_ moved on between [A1] and [A2]: head_ never passes tail_.
+      tail = tail_.value.load(util::mo_seq_cst);  // [A1] again, see above
+      continue;
+    }
+    LCI_ASSERT(tail - head <= values_max(), "faa_array_t holds too many values");
+    if (tail - head >= values_max()) return false;  // full at [A2]
+    // [A] On failure the CAS reloads tail (as [A1]) and we read head_ again.
+    if (tail_.value.compare_exchange_strong(tail, tail + 1, util::mo_seq_cst,
+                                            util::mo_seq_cst)) {
+      ticket = tail;
       return true;
     }
   }
 }
 
-inline bool faa_array_t::admit_pop() {
-  // relaxed: as in admit_push().
-  std::uint64_t size = size_.value.load(util::mo_relaxed);
-  // Lock-free: the CAS fails only when another push or pop was admitted.
+inline bool faa_array_t::take_pop_ticket(std::uint64_t& ticket) {
+  // seq_cst: see take_push_ticket().
+  std::uint64_t head = head_.value.load(util::mo_seq_cst);  // [B1]
+  // Lock-free: a round repeats only when head_ moved, i.e. another pop took
+  // a ticket.
   for (;;) {
+    const std::uint64_t tail = tail_.value.load(util::mo_seq_cst);  // [B2]
+    // head_ only grows and never passes tail_, so this holds despite the two
+    // loads being apart.
+    LCI_ASSERT(head <= tail, "faa_array_t pop ticket ahead of push tickets");
     // (Broken variant, tests/cq: off by one, refuses to pop the last value.)
-    const std::uint64_t admitted_min =
+    const std::uint64_t values_min =
         util::mutated("faa_array_pop_refuses_last") ? 1 : 0;
-    if (size <= admitted_min) return false;  // [A'] empty
-    if (size_.value.compare_exchange_weak(size, size - 1,
-                                          util::mo_relaxed,    // see push
-                                          util::mo_relaxed)) {  // see push
+    if (tail - head <= values_min) return false;  // empty at [B2]
+    // [B] On failure the CAS reloads head (as [B1]) and we read tail_ again.
+    if (head_.value.compare_exchange_strong(head, head + 1, util::mo_seq_cst,
+                                            util::mo_seq_cst)) {
+      ticket = head;
       return true;
     }
   }
@@ -157,14 +189,12 @@ inline bool faa_array_t::admit_pop() {
 
 inline bool faa_array_t::push(void* value) {
   LCI_ASSERT(value != nullptr, "faa_array_t::push of a null value");
-  if (!admit_push()) return false;
-  // [P] relaxed: tickets only need to be unique; the slot sequence orders
-  // the data.
-  const std::uint64_t ticket = tail_.value.fetch_add(1, util::mo_relaxed);
+  std::uint64_t ticket = 0;
+  if (!take_push_ticket(ticket)) return false;
   slot_t& slot = slots_[ticket & slots_mask_];
   // Waits (busy, then yielding: backoff_t) only for pop (ticket -
-  // slots_count), which was admitted before us, to finish freeing the slot
-  // (see Blocking).
+  // slots_count), which holds its ticket (see Blocking): our CAS saw fewer
+  // than capacity <= slots_count values, so head_ was past it.
   // acquire [W]: pairs with that pop's release [F], so its read of the old
   // value happens-before our overwrite.
   util::backoff_t backoff;
@@ -180,20 +210,17 @@ inline bool faa_array_t::push(void* value) {
 }
 
 inline void* faa_array_t::pop() {
-  // (Broken variant, tests/cq: no admission, a pop takes a ticket even when
-  // nothing was pushed.)
+  std::uint64_t ticket = 0;
+  // (Broken variant, tests/cq: a pop takes a ticket even when nothing was
+  // pushed.)
   if (util::mutated("faa_array_no_pop_admission")) {
-    // relaxed: as in admit_pop(); keeps size_ matching the tickets.
-    size_.value.fetch_sub(1, util::mo_relaxed);
-  } else if (!admit_pop()) {
+    ticket = head_.value.fetch_add(1, util::mo_seq_cst);  // seq_cst: as [B]
+  } else if (!take_pop_ticket(ticket)) {
     return nullptr;
   }
-  // [Q] relaxed: tickets only need to be unique; the slot sequence orders
-  // the data.
-  const std::uint64_t ticket = head_.value.fetch_add(1, util::mo_relaxed);
   slot_t& slot = slots_[ticket & slots_mask_];
-  // Waits (busy, then yielding: backoff_t) only for push `ticket`, which an
-  // admitted push holds or will take, to publish (see Blocking).
+  // Waits (busy, then yielding: backoff_t) only for push `ticket`, which
+  // holds its ticket (our CAS saw tail_ past it), to publish (see Blocking).
   // acquire [R]: pairs with the release [S] in push().
   util::backoff_t backoff;
   while (slot.sequence.load(util::mo_acquire) != ticket + 1) backoff.pause();

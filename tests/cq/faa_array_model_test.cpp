@@ -130,9 +130,9 @@ int main() {
   using lci::model_check::run;
   return lci::model_check::exit_status({
       run<push_vs_pop_t>("faa: push vs pop on empty", rl::sched_full),
-      run<handover_t>("faa: cap 1, 2 pushes vs 2 pops", rl::sched_bound, 4),
-      run<wrap_t>("faa: cap 2, 3 pushes vs 3 pops, wraps", rl::sched_bound, 2),
-      run<two_pushers_t>("faa: cap 3, 2 pushers + popper", rl::sched_bound, 2),
-      run<two_poppers_t>("faa: cap 1, pusher + 2 poppers", rl::sched_bound, 3),
+      run<handover_t>("faa: cap 1, 2 pushes vs 2 pops", rl::sched_bound, 8),
+      run<wrap_t>("faa: cap 2, 3 pushes vs 3 pops, wraps", rl::sched_bound, 5),
+      run<two_pushers_t>("faa: cap 3, 2 pushers + popper", rl::sched_bound, 4),
+      run<two_poppers_t>("faa: cap 1, pusher + 2 poppers", rl::sched_bound, 5),
   });
 }

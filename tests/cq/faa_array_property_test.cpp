@@ -81,7 +81,7 @@ LCI_PROPERTY(FaaArrayProperty, MatchesBoundedFifoModel,
                rc::state::check(model, queue,
                                 rc::state::gen::execOneOfWithArgs<push_burst_t,
                                                                   pop_burst_t>());
-               // Drain, so the destructor's ticket/size check sees a
+               // Drain, so the destructor's ticket checks see a
                // consistent, empty queue.
                std::size_t drained_count = 0;
                while (queue.pop() != nullptr) ++drained_count;

@@ -7,6 +7,8 @@
 //     // equals op.result (and then leaves the model in the new state).
 //     bool apply(const operation_t& op);
 //     std::string state_key() const;   // identifies the state for memoization
+//     // One operation in words, for printing a rejected history.
+//     static std::string describe(const operation_t& op);
 //   };
 //
 // check() returns true if some total order of the operations (a) respects

@@ -35,6 +35,14 @@ struct fifo_model_t {
     for (std::uint64_t value : values) key += std::to_string(value) + ",";
     return key;
   }
+  static std::string describe(const operation_t& op) {
+    if (op.kind == push) {
+      return "push(" + std::to_string(op.argument) + ") -> " +
+             (op.result == 1 ? "stored" : "full");
+    }
+    return "pop() -> " + (op.result == 0 ? std::string("empty")
+                                          : std::to_string(op.result));
+  }
 };
 
 // The matching engine: per key, a FIFO of waiting entries of one type.
@@ -66,6 +74,13 @@ struct matching_model_t {
       key += ";";
     }
     return key;
+  }
+  static std::string describe(const operation_t& op) {
+    const bool is_recv = (op.argument2 & type_bit) != 0;
+    return std::string("insert(key ") + std::to_string(op.argument) + ", " +
+           (is_recv ? "recv " : "send ") + std::to_string(op.argument2 & ~type_bit) +
+           ") -> " + (op.result == 0 ? std::string("stored")
+                                      : "matched " + std::to_string(op.result));
   }
 };
 
