@@ -62,6 +62,10 @@ void apply_world_env(world_options_t* options) {
   if (trace != nullptr && *trace != '\0' && std::strcmp(trace, "0") != 0) {
     options->trace_events = true;
   }
+  const char* rma = std::getenv("LCI_SIM_RMA_WAITS_FOR_TARGET");
+  if (rma != nullptr && *rma != '\0' && std::strcmp(rma, "0") != 0) {
+    options->rma_waits_for_target = true;
+  }
 }
 
 std::string describe_world_options(const world_options_t& o) {
@@ -69,12 +73,13 @@ std::string describe_world_options(const world_options_t& o) {
   std::snprintf(line, sizeof(line),
                 "lci sim world: seed=%llu ranks=%d latency_ticks=%llu jitter_ticks=%llu "
                 "bytes_per_tick=%llu net_max_sends=%zu net_max_recvs=%zu net_max_cqes=%zu "
-                "inject_size_max=%zu registrations_max=%zu faults: ",
+                "inject_size_max=%zu registrations_max=%zu rma_waits_for_target=%d faults: ",
                 static_cast<unsigned long long>(o.seed), o.ranks_count,
                 static_cast<unsigned long long>(o.latency_ticks),
                 static_cast<unsigned long long>(o.jitter_ticks),
                 static_cast<unsigned long long>(o.bytes_per_tick), o.net_max_sends,
-                o.net_max_recvs, o.net_max_cqes, o.inject_size_max, o.registrations_max);
+                o.net_max_recvs, o.net_max_cqes, o.inject_size_max, o.registrations_max,
+                o.rma_waits_for_target ? 1 : 0);
   return line + describe_faults(o.faults);
 }
 
@@ -415,14 +420,14 @@ bool world_t::pump_waiting(port_t* port) {
     packet_t* packet = list;
     list = list->next;
     packet->next = nullptr;
-    delivered |= deliver(packet);
+    delivered |= deliver(packet, /*target_calls=*/true);
   }
   return delivered;
 }
 
 // ---- delivery ----
 
-bool world_t::deliver(packet_t* packet) {
+bool world_t::deliver(packet_t* packet, bool target_calls) {
   LCI_ASSERT(packet->next == nullptr, "delivering a packet that is in a list");
   if (is_crashed(packet->source_rank)) {
     release_dropped(packet);  // nobody is left to complete it to
@@ -453,22 +458,29 @@ bool world_t::deliver(packet_t* packet) {
       return false;
     }
   }
-  if (!deliver_at_target(*target, *packet, &local)) return false;  // waits there
+  if (!deliver_at_target(*target, *packet, &local, target_calls)) return false;  // waits there
   count_add(deliveries_, 1);
   complete_local(packet, local);
   return true;
 }
 
 // Returns false when the packet must wait at the target (queued there).
-bool world_t::deliver_at_target(port_t& target, packet_t& packet, net_status_t* local) {
+bool world_t::deliver_at_target(port_t& target, packet_t& packet, net_status_t* local,
+                                bool target_calls) {
   detail::port_guard_t guard(target.lock, detail::port_guard_t::mode_t::wait);
   if (target.crashed) {
     local->fault = net_fault_t::peer_crashed;
     return true;
   }
-  const bool delivered = packet.kind == packet_kind_t::send
-                             ? deliver_send(target, packet)
-                             : deliver_rma(target, packet, local);
+  bool delivered;
+  if (packet.kind == packet_kind_t::send) {
+    delivered = deliver_send(target, packet);
+  } else {
+    // Manual progress: the RMA waits for the target's next device call
+    // (a waiting packet makes its poll_comp and post_recv pump).
+    delivered = (target_calls || !options_.rma_waits_for_target) &&
+                deliver_rma(target, packet, local);
+  }
   if (!delivered) {
     target.waiting_push(&packet);
     trace_event('W', packet, net_fault_t::none);

@@ -85,9 +85,16 @@ struct world_options_t {
   std::size_t deliveries_per_poll_max = 8;  // concurrent mode
   fault_options_t faults;
   bool trace_events = false;  // print every network event to stderr
+  // Manual progress, as libfabric's shm and tcp providers have it: a put,
+  // put with immediate or get takes effect only inside a call of the target
+  // rank's device (its poll_comp or post_recv), so a program that waits for
+  // an RMA while the target does not poll hangs here as it would there.
+  // Off: RMA lands on arrival, as with an RDMA NIC. LCI_SIM_RMA_WAITS_FOR_TARGET=1.
+  bool rma_waits_for_target = false;
 };
 
-// Applies LCI_SIM_FAULT_<NAME> (sim_faults.hpp) and LCI_SIM_TRACE=1.
+// Applies LCI_SIM_FAULT_<NAME> (sim_faults.hpp), LCI_SIM_TRACE=1 and
+// LCI_SIM_RMA_WAITS_FOR_TARGET=1.
 void apply_world_env(world_options_t* options);
 // One line with every option, printed before a run (with the seed).
 std::string describe_world_options(const world_options_t& options);
@@ -365,9 +372,11 @@ class world_t {
 
   static void fire_delivery(timer_event_t* event, void* fire_context);
   // Returns false when the packet waits (at the target, or early).
-  bool deliver(detail::packet_t* packet);
+  // target_calls: inside a call of the target device (pump_waiting), which
+  // is when an RMA may land under rma_waits_for_target.
+  bool deliver(detail::packet_t* packet, bool target_calls = false);
   bool deliver_at_target(detail::port_t& target, detail::packet_t& packet,
-                         backend::net_status_t* local);
+                         backend::net_status_t* local, bool target_calls);
   bool deliver_send(detail::port_t& target, detail::packet_t& packet);
   bool deliver_rma(detail::port_t& target, detail::packet_t& packet,
                    backend::net_status_t* local);
