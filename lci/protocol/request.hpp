@@ -85,9 +85,10 @@ struct request_t : util::thread_cached_t<request_t> {
   std::uint64_t peer_request = 0;      // recv rdv: the sender's request, echoed in the RTR
   // Crashed peers (runtime_impl_t::watch): a request that waits on its peer
   // while the network holds nothing of it (a receive in the matching table,
-  // a rendezvous between its RTS and its data) is linked into its runtime's
-  // watch list, so that the peer's death can fail it. `watched` is written
-  // before the request is shared; the rest only under the watch lock.
+  // a rendezvous between its RTS and its data) is linked into its device's
+  // watch list (watch_list_t), so that the peer's death can fail it.
+  // `watched` is written before the request is shared; the rest only under
+  // that list's lock. `device` does not change while it is linked.
   bool watched = false;
   bool failed = false;  // a crash completed it; whoever finds it later drops it
   request_t* watch_prev = nullptr;

@@ -6,6 +6,7 @@
 #include "lci/progress/progress.hpp"
 #include "lci/protocol/immediate.hpp"
 #include "lci/runtime/runtime_impl.hpp"
+#include "lci/util/assert.hpp"
 
 namespace lci::detail {
 
@@ -47,7 +48,12 @@ device_impl_t::device_impl_t(runtime_impl_t* runtime, const attr_device_t& attr,
 device_impl_t::~device_impl_t() {
   // Requests a crashed peer failed: nothing can name them once the device
   // is gone (drain_before_close() emptied the backlog).
-  runtime_->release_failed(this);
+  for (request_t* request : watch_list_.take_failed()) {
+    LCI_ASSERT(request->failed, "releasing a request no crash failed");
+    if (!request->owned_mr.is_empty()) net_->deregister_memory(&request->owned_mr);
+    if (request->packet != nullptr) packet_pool_->pool.put(request->packet);
+    delete request;
+  }
   // Closing the network device drops the pre-posted receives; their packets
   // stay out of the pool until the pool's owner reclaims them at teardown.
   net_.reset();

@@ -26,6 +26,7 @@
 #include "lci/backlog_queue/backlog_queue.hpp"
 #include "lci/protocol/request.hpp"
 #include "lci/runtime/resources.hpp"
+#include "lci/runtime/watch_list.hpp"
 #include "lci/util/atomic.hpp"
 #include "lci/util/spinlock.hpp"
 
@@ -113,6 +114,11 @@ class device_impl_t {
   // A pre-posted receive completed (its packet is the runtime's now).
   void note_receive_consumed() { recvs_posted_.fetch_sub(1, util::mo_relaxed); }
 
+  // Requests of this device that wait on a peer, and those a crash failed
+  // (runtime_impl_t::watch, fail_peer); the failed ones are released when
+  // the device closes.
+  watch_list_t& watch_list() { return watch_list_; }
+
  private:
   bool drain_backlog_steps();  // drain_backlog() with steps waiting
   bool post_receives();        // replenish_receives() below the target
@@ -141,6 +147,7 @@ class device_impl_t {
   std::size_t recvs_target_ = 0;
   // Requests in flight (in_flight_mark_t); read by drained().
   util::atomic<std::int64_t> in_flight_count_{0};
+  watch_list_t watch_list_;
 };
 
 }  // namespace lci::detail

@@ -97,15 +97,16 @@ class runtime_impl_t {
   // Throws std::runtime_error naming `rank` when it is known dead.
   void check_peer_alive(int rank) const;
   bool is_peer_dead(int rank) const {
-    // relaxed: a hint for dropping arrivals; watch() decides under watch_lock_.
+    // relaxed: a hint for dropping arrivals; watch() decides under its
+    // device's watch-list lock.
     return peers_dead_[static_cast<std::size_t>(rank)].load(util::mo_relaxed);
   }
   // A network fault or report says `rank` died: marks it dead and completes
   // every watched request naming it with errorcode_t::fatal. Returns true
   // the first time for a rank (the caller then throws the error once).
   bool fail_peer(int rank);
-  // Links `request` (whose status.rank names its peer) into the watch list;
-  // false, linking nothing, when that peer is already dead.
+  // Links `request` (whose status.rank names its peer) into its device's
+  // watch list; false, linking nothing, when that peer is already dead.
   [[nodiscard]] bool watch(request_t* request);
   // Unlinks a request before its normal completion; false when a crash has
   // failed it already (the caller must then leave it alone). True for a
@@ -114,9 +115,6 @@ class runtime_impl_t {
   // Whether a crash failed `request` (a backlogged step checks before it
   // touches the network).
   bool is_failed(request_t* request);
-  // Device close: releases what failed requests of `device` still hold
-  // (registration, packet) and deletes them.
-  void release_failed(device_impl_t* device);
 
  private:
   template <typename T>
@@ -143,13 +141,9 @@ class runtime_impl_t {
   util::spinlock_t rcomps_lock_;                   // serialises reserve/register
   rcomp_t rcomps_next_ = 1;                        // under rcomps_lock_
   rdv_table_t rdv_table_;
-  // Crashed peers: a flag per rank; requests waiting on a peer (intrusive
-  // list); requests a crash failed, kept until their device closes since a
-  // matching table, the rdv table or a backlogged step may still name them.
+  // Crashed peers: a flag per rank. The requests waiting on a peer, and
+  // those a crash failed, are in their device's watch_list_t.
   std::unique_ptr<util::atomic<bool>[]> peers_dead_;
-  util::spinlock_t watch_lock_;
-  request_t* watched_head_ = nullptr;         // under watch_lock_
-  std::vector<request_t*> failed_requests_;   // under watch_lock_
 
   device_impl_t* default_device_ = nullptr;
   packet_pool_impl_t* default_packet_pool_ = nullptr;

@@ -178,22 +178,27 @@ TEST(RankCrash, ZeroCopySendToDeadRankCompletes) {
 // to it: each completes fatal naming the dead rank before progress() throws
 // (the network's own report), and later posts naming it are refused. Sizes
 // below and above the packet size (the receiver cannot tell which protocol
-// the sender would have used).
+// the sender would have used). Every other receive is posted through a
+// second device that nobody progresses: the crash reported on the default
+// device fails the receives waiting on any device.
 TEST(RankCrash, ReceiveFromDeadRankCompletes) {
   LCI_SIM_ONLY("crashes a rank with rank_env_t::crash");
   lci::sim::sweep_t sweep;
   sweep.configure = [](lci::sim::run_options_t& options) { options.log = false; };
   lci::sim::expect_runs_ok(3, sweep, [](lci::sim::rank_env_t& env) {
     lci::g_runtime_init();
-    constexpr int receives_count = 3;
+    lci::device_t idle_device = lci::alloc_device();  // collective: every rank
+    constexpr int receives_count = 4;
     std::vector<char> buffer(std::size_t{64} << 10);
     lci::comp_t syncs[receives_count];
     if (env.rank() == 0) {
       for (int i = 0; i < receives_count; ++i) {
         syncs[i] = lci::alloc_sync();
         const std::size_t size = i == 0 ? 16 : buffer.size();
-        const lci::status_t status =
-            post_retrying([&] { return lci::post_recv(victim_rank, buffer.data(), size, i, syncs[i]); });
+        const lci::device_t device = i % 2 == 0 ? lci::get_default_device() : idle_device;
+        const lci::status_t status = post_retrying([&] {
+          return lci::post_recv_x(victim_rank, buffer.data(), size, i, syncs[i]).device(device)();
+        });
         require(status.is_posted(), "a receive from the victim did not wait");
       }
     }
@@ -221,6 +226,7 @@ TEST(RankCrash, ReceiveFromDeadRankCompletes) {
     }
     round_trip(2 - env.rank(), 7);
     env.barrier();
+    lci::free_device(&idle_device);
     lci::g_runtime_fina();
   });
 }
