@@ -326,6 +326,7 @@ error_t sim_device_t::register_locked(void* address, std::size_t size, net_mr_t*
   mr->base = address;
   mr->size = size;
   mr->opaque = &*free_slot;
+  ++port_->registrations_made;
   return errorcode_t::done;
 }
 

@@ -66,6 +66,8 @@ void apply_world_env(world_options_t* options) {
   if (rma != nullptr && *rma != '\0' && std::strcmp(rma, "0") != 0) {
     options->rma_waits_for_target = true;
   }
+  const char* local_mr = std::getenv("LCI_SIM_REQUIRES_LOCAL_MR");
+  if (local_mr != nullptr && std::strcmp(local_mr, "0") == 0) options->requires_local_mr = false;
 }
 
 std::string describe_world_options(const world_options_t& o) {
@@ -73,13 +75,14 @@ std::string describe_world_options(const world_options_t& o) {
   std::snprintf(line, sizeof(line),
                 "lci sim world: seed=%llu ranks=%d latency_ticks=%llu jitter_ticks=%llu "
                 "bytes_per_tick=%llu net_max_sends=%zu net_max_recvs=%zu net_max_cqes=%zu "
-                "inject_size_max=%zu registrations_max=%zu rma_waits_for_target=%d faults: ",
+                "inject_size_max=%zu registrations_max=%zu rma_waits_for_target=%d "
+                "requires_local_mr=%d faults: ",
                 static_cast<unsigned long long>(o.seed), o.ranks_count,
                 static_cast<unsigned long long>(o.latency_ticks),
                 static_cast<unsigned long long>(o.jitter_ticks),
                 static_cast<unsigned long long>(o.bytes_per_tick), o.net_max_sends,
                 o.net_max_recvs, o.net_max_cqes, o.inject_size_max, o.registrations_max,
-                o.rma_waits_for_target ? 1 : 0);
+                o.rma_waits_for_target ? 1 : 0, o.requires_local_mr ? 1 : 0);
   return line + describe_faults(o.faults);
 }
 
@@ -579,6 +582,18 @@ void world_t::release_dropped(packet_t* packet) {
 }
 
 // ---- reports ----
+
+std::uint64_t world_t::registrations_made(int rank) const {
+  LCI_ASSERT(rank >= 0 && rank < options_.ranks_count, "registrations_made: no such rank");
+  std::uint64_t made = 0;
+  for (std::uint32_t k = 0; k < options_.devices_per_rank_max; ++k) {
+    port_t* port = const_cast<world_t*>(this)->find_port(rank, k);
+    if (port == nullptr) continue;
+    detail::port_guard_t guard(port->lock, detail::port_guard_t::mode_t::wait);
+    made += port->registrations_made;
+  }
+  return made;
+}
 
 std::string world_t::describe_ranks() const {
   std::string text;

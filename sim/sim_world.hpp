@@ -91,10 +91,16 @@ struct world_options_t {
   // an RMA while the target does not poll hangs here as it would there.
   // Off: RMA lands on arrival, as with an RDMA NIC. LCI_SIM_RMA_WAITS_FOR_TARGET=1.
   bool rma_waits_for_target = false;
+  // What devices report as net_device_attr_t::requires_local_mr. true (as a
+  // verbs network): the protocol registers the local buffers of rendezvous
+  // sends, puts and gets, which keeps registrations_max in play. false (as
+  // libfabric without FI_MR_LOCAL): it registers only what a peer addresses.
+  // LCI_SIM_REQUIRES_LOCAL_MR=0.
+  bool requires_local_mr = true;
 };
 
-// Applies LCI_SIM_FAULT_<NAME> (sim_faults.hpp), LCI_SIM_TRACE=1 and
-// LCI_SIM_RMA_WAITS_FOR_TARGET=1.
+// Applies LCI_SIM_FAULT_<NAME> (sim_faults.hpp), LCI_SIM_TRACE=1,
+// LCI_SIM_RMA_WAITS_FOR_TARGET=1 and LCI_SIM_REQUIRES_LOCAL_MR=0.
 void apply_world_env(world_options_t* options);
 // One line with every option, printed before a run (with the seed).
 std::string describe_world_options(const world_options_t& options);
@@ -281,6 +287,7 @@ struct port_t {
   packet_t* waiting_tail = nullptr;
   std::size_t waiting_count = 0;
   std::vector<registration_t> registrations;  // fixed size
+  std::uint64_t registrations_made = 0;       // successful register_memory calls
   // Dead peers this device has reported (peer_down, once each): by rank,
   // and how many crashes of the world it has looked at.
   std::vector<bool> peers_reported;
@@ -360,6 +367,8 @@ class world_t {
   std::uint64_t faults_injected(fault_kind_t kind) const;
   std::uint64_t deliveries_count() const;
   std::size_t wire_count() const;  // launched and not yet delivered
+  // Registrations the rank's devices have made so far (freed devices too).
+  std::uint64_t registrations_made(int rank) const;
   // Per rank: what it waits for, posted receives, ops in flight, waiting
   // messages, completions not polled. For deadlock reports.
   std::string describe_ranks() const;
