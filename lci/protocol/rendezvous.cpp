@@ -113,7 +113,7 @@ void start_rtr(device_impl_t& device, request_t* recv, const rts_t& rts) {
       if (!error.is_done()) return error;
       recv->mr = recv->owned_mr;
     }
-    if (recv->rdv_id == rdv_id_none) recv->rdv_id = d.runtime()->rdv_table().add(recv);
+    if (recv->rdv_id == rdv_id_none) recv->rdv_id = d.rdv_table().add(recv);
     const backend::net_rmr_t rmr = d.net().get_rmr(recv->mr);
     rtr_t rtr{};
     rtr.send_request = recv->peer_request;
@@ -180,7 +180,7 @@ void handle_rdv_write_done(device_impl_t& device, request_t* send) {
 }
 
 void handle_rdv_done(device_impl_t& device, std::uint32_t rdv_id) {
-  request_t* recv = device.runtime()->rdv_table().take(rdv_id);
+  request_t* recv = device.rdv_table().take(rdv_id);
   if (!device.runtime()->unwatch(recv)) return;  // a crash of the sender failed it
   complete_request(recv, errorcode_t::done);
 }

@@ -25,6 +25,7 @@
 #include "lci/api/lci_generated.hpp"
 #include "lci/backlog_queue/backlog_queue.hpp"
 #include "lci/protocol/request.hpp"
+#include "lci/runtime/rdv_table.hpp"
 #include "lci/runtime/resources.hpp"
 #include "lci/runtime/watch_list.hpp"
 #include "lci/util/atomic.hpp"
@@ -118,6 +119,10 @@ class device_impl_t {
   // (runtime_impl_t::watch, fail_peer); the failed ones are released when
   // the device closes.
   watch_list_t& watch_list() { return watch_list_; }
+  // Rendezvous receives between their RTR and their data, by the id the
+  // data's immediate (or the FIN) carries. Per device: the RTR leaves from
+  // this device and the data lands on it (devices pair by index).
+  rdv_table_t& rdv_table() { return rdv_table_; }
 
  private:
   bool drain_backlog_steps();  // drain_backlog() with steps waiting
@@ -148,6 +153,7 @@ class device_impl_t {
   // Requests in flight (in_flight_mark_t); read by drained().
   util::atomic<std::int64_t> in_flight_count_{0};
   watch_list_t watch_list_;
+  rdv_table_t rdv_table_;
 };
 
 }  // namespace lci::detail

@@ -23,7 +23,6 @@
 #include "lci/comp/comp_impl.hpp"
 #include "lci/mpmc_array/mpmc_array.hpp"
 #include "lci/runtime/host.hpp"
-#include "lci/runtime/rdv_table.hpp"
 #include "lci/runtime/resources.hpp"
 #include "lci/util/atomic.hpp"
 #include "lci/util/spinlock.hpp"
@@ -31,6 +30,7 @@
 namespace lci::detail {
 
 class device_impl_t;
+struct request_t;
 
 class runtime_impl_t {
  public:
@@ -88,8 +88,6 @@ class runtime_impl_t {
   // nullptr when `rcomp` is not registered.
   comp_impl_t* rcomp_target(rcomp_t rcomp) const;
 
-  rdv_table_t& rdv_table() { return rdv_table_; }
-
   // "rank": the rank checked; throws std::invalid_argument naming it.
   void check_rank(int rank, const char* argument) const;
 
@@ -140,7 +138,6 @@ class runtime_impl_t {
   mpmc_array::mpmc_array_t<comp_impl_t*> rcomps_;  // rcomp -> comp; slot 0 unused
   util::spinlock_t rcomps_lock_;                   // serialises reserve/register
   rcomp_t rcomps_next_ = 1;                        // under rcomps_lock_
-  rdv_table_t rdv_table_;
   // Crashed peers: a flag per rank. The requests waiting on a peer, and
   // those a crash failed, are in their device's watch_list_t.
   std::unique_ptr<util::atomic<bool>[]> peers_dead_;
