@@ -28,6 +28,12 @@ bool watch_list_t::unlink(request_t* request) {
   if (!request->watched) return true;
   util::spinlock_guard_t guard(lock_);
   if (request->failed) return false;
+  remove_locked(request);
+  request->watched = false;
+  return true;
+}
+
+void watch_list_t::remove_locked(request_t* request) {
   if (request->watch_prev != nullptr) {
     request->watch_prev->watch_next = request->watch_next;
   } else {
@@ -36,8 +42,6 @@ bool watch_list_t::unlink(request_t* request) {
   }
   if (request->watch_next != nullptr) request->watch_next->watch_prev = request->watch_prev;
   request->watch_prev = request->watch_next = nullptr;
-  request->watched = false;
-  return true;
 }
 
 bool watch_list_t::is_failed(request_t* request) {
@@ -51,13 +55,7 @@ void watch_list_t::fail(int rank, std::vector<request_t*>* victims) {
   for (request_t* request = head_; request != nullptr;) {
     request_t* next = request->watch_next;
     if (request->status.rank == rank) {
-      if (request->watch_prev != nullptr) {
-        request->watch_prev->watch_next = next;
-      } else {
-        head_ = next;
-      }
-      if (next != nullptr) next->watch_prev = request->watch_prev;
-      request->watch_prev = request->watch_next = nullptr;
+      remove_locked(request);
       request->failed = true;
       // Finished for the user; only the device still holds it.
       request->in_flight.disarm();

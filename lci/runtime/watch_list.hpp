@@ -47,6 +47,9 @@ class watch_list_t {
   std::vector<request_t*> take_failed();
 
  private:
+  // Takes a linked request out of the list (lock_ held).
+  void remove_locked(request_t* request);
+
   // Its own line: the device's other hot fields are written by progress.
   alignas(util::cache_line_bytes) util::spinlock_t lock_;
   request_t* head_ = nullptr;          // under lock_
