@@ -11,6 +11,7 @@
 #include "lci/runtime/process_host.hpp"
 #include "lci/runtime/host.hpp"
 #include "lci/util/assert.hpp"
+#include "sim/sim_world.hpp"
 
 
 extern char** environ;
@@ -36,10 +37,7 @@ bool started_by_launcher() {
   return false;
 }
 
-bool simulator_forced() {
-  const char* value = std::getenv("LCI_SIM_FORCE");
-  return value != nullptr && *value != '\0' && std::strcmp(value, "0") != 0;
-}
+bool simulator_forced() { return env_flag_on("LCI_SIM_FORCE"); }
 
 #if defined(LCI_HAVE_OFI)
 constexpr bool real_network_compiled_in = true;

@@ -55,17 +55,16 @@ rank_crashed_t::rank_crashed_t(int rank)
     : std::runtime_error("simulated rank " + std::to_string(rank) + " crashed"),
       rank_(rank) {}
 
+bool env_flag_on(const char* name) {
+  const char* value = std::getenv(name);
+  return value != nullptr && *value != '\0' && std::strcmp(value, "0") != 0;
+}
+
 void apply_world_env(world_options_t* options) {
   LCI_ASSERT(options != nullptr, "apply_world_env needs options");
   apply_fault_env(&options->faults);
-  const char* trace = std::getenv("LCI_SIM_TRACE");
-  if (trace != nullptr && *trace != '\0' && std::strcmp(trace, "0") != 0) {
-    options->trace_events = true;
-  }
-  const char* rma = std::getenv("LCI_SIM_RMA_WAITS_FOR_TARGET");
-  if (rma != nullptr && *rma != '\0' && std::strcmp(rma, "0") != 0) {
-    options->rma_waits_for_target = true;
-  }
+  if (env_flag_on("LCI_SIM_TRACE")) options->trace_events = true;
+  if (env_flag_on("LCI_SIM_RMA_WAITS_FOR_TARGET")) options->rma_waits_for_target = true;
   const char* local_mr = std::getenv("LCI_SIM_REQUIRES_LOCAL_MR");
   if (local_mr != nullptr && std::strcmp(local_mr, "0") == 0) options->requires_local_mr = false;
 }

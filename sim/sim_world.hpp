@@ -99,6 +99,9 @@ struct world_options_t {
   bool requires_local_mr = true;
 };
 
+// Whether environment variable `name` is set to something other than "" or
+// "0" (how the LCI_SIM_* switches are turned on).
+bool env_flag_on(const char* name);
 // Applies LCI_SIM_FAULT_<NAME> (sim_faults.hpp), LCI_SIM_TRACE=1,
 // LCI_SIM_RMA_WAITS_FOR_TARGET=1 and LCI_SIM_REQUIRES_LOCAL_MR=0.
 void apply_world_env(world_options_t* options);
