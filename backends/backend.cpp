@@ -52,7 +52,7 @@ net_status_t peer_down_status(int rank) {
   return status;
 }
 
-void check_post_target(const char* op, int rank, int ranks_count, const void* buffer,
+void throw_post_target(const char* op, int rank, int ranks_count, const void* buffer,
                        std::size_t size, std::size_t size_max) {
   if (rank < 0 || rank >= ranks_count) {
     throw std::invalid_argument(std::string(op) + ": rank " + std::to_string(rank) +
@@ -66,6 +66,7 @@ void check_post_target(const char* op, int rank, int ranks_count, const void* bu
     throw std::invalid_argument(std::string(op) + ": buffer is null for size " +
                                 std::to_string(size));
   }
+  throw std::logic_error(std::string(op) + ": throw_post_target called for a valid post");
 }
 
 }  // namespace lci::backend

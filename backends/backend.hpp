@@ -100,8 +100,15 @@ net_status_t peer_down_status(int rank);
 // What every post_* of a device checks first. Throws std::invalid_argument
 // naming `op`: `rank` outside [0, ranks_count), `size` over `size_max`, or a
 // null buffer with a size.
-void check_post_target(const char* op, int rank, int ranks_count, const void* buffer,
-                       std::size_t size, std::size_t size_max);
+// Inline: every post checks; only the throw is out of line.
+[[noreturn]] void throw_post_target(const char* op, int rank, int ranks_count,
+                                    const void* buffer, std::size_t size, std::size_t size_max);
+inline void check_post_target(const char* op, int rank, int ranks_count, const void* buffer,
+                              std::size_t size, std::size_t size_max) {
+  if (rank < 0 || rank >= ranks_count || size > size_max || (buffer == nullptr && size > 0)) {
+    throw_post_target(op, rank, ranks_count, buffer, size, size_max);
+  }
+}
 
 // A local memory registration.
 struct net_mr_t {

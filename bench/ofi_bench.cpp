@@ -34,7 +34,12 @@ double now_s() {
 const char* bench_name(bench_kind_t bench) {
   return bench == bench_kind_t::msgrate ? "msgrate" : "bandwidth";
 }
-const char* op_name(op_kind_t op) { return op == op_kind_t::am ? "am" : "sendrecv"; }
+// The report's name of the exchange: am, am_packet (--am-buffer packet) or
+// sendrecv.
+const char* op_name(const options_t& options) {
+  if (options.op == op_kind_t::sendrecv) return "sendrecv";
+  return options.am_buffer == am_buffer_kind_t::packet ? "am_packet" : "am";
+}
 const char* devices_name(devices_kind_t devices) {
   return devices == devices_kind_t::shared ? "shared" : "dedicated";
 }
@@ -46,6 +51,8 @@ void print_usage(const char* program, bench_kind_t bench) {
       "  its partner. %s\n"
       "  --op am|sendrecv          LCI active messages or send/recv (default %s);\n"
       "                            the raw baseline always does fi_send/fi_recv\n"
+      "  --am-buffer copy|packet   an arrived active message as a malloc'd copy, or\n"
+      "                            in its packet (zero_copy_am; default copy)\n"
       "  --devices shared|dedicated  one device (endpoint) for all threads, or one\n"
       "                            per thread (default shared)\n"
       "  --threads T               threads per process (default 1)\n"
@@ -104,6 +111,10 @@ std::string parse_one(const std::string& arg, const char* value, options_t* opti
   if (arg == "--op") {
     return parse_choice(arg, value, {"am", op_kind_t::am}, {"sendrecv", op_kind_t::sendrecv},
                         &options->op);
+  }
+  if (arg == "--am-buffer") {
+    return parse_choice(arg, value, {"copy", am_buffer_kind_t::copy},
+                        {"packet", am_buffer_kind_t::packet}, &options->am_buffer);
   }
   if (arg == "--devices") {
     return parse_choice(arg, value, {"shared", devices_kind_t::shared},
@@ -353,7 +364,7 @@ void report_msgrate(transport_t& transport, const options_t& options,
   const std::vector<double> rates = transport.allgather(sent / wall_s);
   if (transport.rank_me() != 0) return;
   const char* const name = transport.name();
-  const char* const op = op_name(options.op);
+  const char* const op = op_name(options);
   const char* const devices = devices_name(options.devices);
   double total = 0;
   if (!options.csv) {
@@ -395,7 +406,7 @@ void report_bandwidth(transport_t& transport, const options_t& options,
     for (double rate : rates) messages_per_s += rate;
     const char* format = options.csv ? "%s,bandwidth,%s,%s,%d,%zu,%zu,%llu,%.0f,%.0f\n"
                                      : "%-4s %-8s %-9s %7d %6zu %8zu %8llu %14.0f %14.0f\n";
-    std::printf(format, transport.name(), op_name(options.op), devices_name(options.devices),
+    std::printf(format, transport.name(), op_name(options), devices_name(options.devices),
                 options.threads, options.window, size, static_cast<unsigned long long>(rounds),
                 messages_per_s * double(size), messages_per_s);
     std::fflush(stdout);

@@ -45,11 +45,18 @@ enum class bench_kind_t { msgrate, bandwidth };
 // exchange (fi_send/fi_recv) and accepts either name for it.
 enum class op_kind_t { am, sendrecv };
 enum class devices_kind_t { shared, dedicated };
+// --am-buffer: where LCI hands an arrived active message to the bench: a
+// malloc'd copy the bench frees (the default completion object), or the
+// packet it landed in, returned with put_upacket (alloc_cq's zero_copy_am,
+// for a runtime that handles the payload in place). The raw baseline always
+// reads the payload where it landed.
+enum class am_buffer_kind_t { copy, packet };
 
 struct options_t {
   bench_kind_t bench = bench_kind_t::msgrate;
   op_kind_t op = op_kind_t::am;
   devices_kind_t devices = devices_kind_t::shared;
+  am_buffer_kind_t am_buffer = am_buffer_kind_t::copy;
   int threads = 1;
   std::size_t window = 64;
   std::size_t size_bytes = 8;                 // msgrate

@@ -6,7 +6,11 @@
 # (LCI / raw). Alternating spreads the machine's drift over both.
 #
 # Interference from other work on the machine only slows a run down, so the
-# ratio of the best runs (max/max) is printed too.
+# ratio of the best runs (max/max) is printed too. The machine also drifts
+# between a fast and a slow state for seconds at a time (both programs
+# slow down together), which can put the medians of the two in different
+# states: "paired" is the median of each round's own ratio (a LCI run over
+# the raw run right after it), which such drift moves least.
 #
 # usage: ofi_compare.sh [--rounds N] [--ranks R] [--provider P] [--timeout S]
 #                       [--lcirun PATH] [--bin-dir DIR] msgrate|bandwidth
@@ -89,10 +93,18 @@ for ((round = 0; round < rounds; round++)); do
 done
 
 # Per size: median and range of each implementation, and the ratio.
-printf '%9s %14s %25s %14s %25s %7s %7s\n' size "lci $unit" "lci min-max" "raw $unit" \
-  "raw min-max" "lci/raw" "max/max"
+printf '%9s %14s %25s %14s %25s %7s %7s %7s\n' size "lci $unit" "lci min-max" "raw $unit" \
+  "raw min-max" "lci/raw" "max/max" "paired"
 awk '
-  { values[$1 " " $2] = values[$1 " " $2] " " $3; sizes[$2] = 1 }
+  {
+    values[$1 " " $2] = values[$1 " " $2] " " $3; sizes[$2] = 1
+    # Rounds run lci then raw: the k-th raw sample of a size pairs with its
+    # k-th lci sample.
+    if ($1 == "lci") lci_seq[$2, ++lci_n[$2]] = $3
+    else if ($3 > 0 && raw_n[$2] < lci_n[$2]) {
+      k = ++raw_n[$2]; ratios[$2] = ratios[$2] " " lci_seq[$2, k] / $3
+    }
+  }
   function median(list,   n, v, i, j, t) {
     n = split(list, v, " ")
     for (i = 2; i <= n; ++i) for (j = i; j > 1 && v[j - 1] + 0 > v[j] + 0; --j) {
@@ -111,7 +123,9 @@ awk '
       lci = median(values["lci " size]); lci_range = sprintf("%.0f-%.0f", low, high)
       lci_max = high
       raw = median(values["raw " size]); raw_range = sprintf("%.0f-%.0f", low, high)
-      printf "%9d %14.0f %25s %14.0f %25s %7.3f %7.3f\n", size, lci, lci_range, raw, raw_range,
-             (raw > 0 ? lci / raw : 0), (high > 0 ? lci_max / high : 0)
+      raw_max = high
+      paired = ratios[size] == "" ? 0 : median(ratios[size])
+      printf "%9d %14.0f %25s %14.0f %25s %7.3f %7.3f %7.3f\n", size, lci, lci_range, raw,
+             raw_range, (raw > 0 ? lci / raw : 0), (raw_max > 0 ? lci_max / raw_max : 0), paired
     }
   }' "$samples"

@@ -31,13 +31,14 @@ class lci_channel_t final : public channel_t {
   lci_channel_t(const options_t& options, device_t device, int partner, int thread_index,
                 rcomp_t rcomp)
       : op_(options.op),
+        am_in_packet_(options.am_buffer == am_buffer_kind_t::packet),
         device_(device),
         partner_(partner),
         tag_(static_cast<tag_t>(thread_index)),
         rcomp_(rcomp),
         send_buffer_(options.message_size_max_bytes(), 's'),
         receive_slots_(options),
-        arrivals_(alloc_cq()),
+        arrivals_(alloc_cq_x().zero_copy_am(am_in_packet_)()),
         sends_done_(alloc_counter()) {
     // Every rank registers its threads' queues in the same order, at the
     // same reserved ids: thread t's partner queue is rcomp_ there too.
@@ -78,7 +79,12 @@ class lci_channel_t final : public channel_t {
     (void)progress_x().device(device_)();
     for (status_t status = cq_pop(arrivals_); status.is_done(); status = cq_pop(arrivals_)) {
       check_arrival(status);
-      if (op_ == op_kind_t::am) std::free(status.buffer);
+      if (op_ != op_kind_t::am) continue;
+      if (am_in_packet_) {
+        put_upacket(status.buffer);
+      } else {
+        std::free(status.buffer);
+      }
     }
     const std::size_t arrived = arrived_;
     arrived_ = 0;
@@ -101,6 +107,7 @@ class lci_channel_t final : public channel_t {
   }
 
   const op_kind_t op_;
+  const bool am_in_packet_;  // --am-buffer packet
   const device_t device_;
   const int partner_;
   const tag_t tag_;

@@ -16,8 +16,7 @@
 
 namespace lci::detail {
 
-void runtime_impl_t::check_peer_alive(int rank) const {
-  if (!is_peer_dead(rank)) return;
+void runtime_impl_t::throw_peer_crashed(int rank) const {
   throw std::runtime_error("lci: rank " + std::to_string(rank) +
                            " crashed (reported by the network): no operation to or from it "
                            "can complete, so posting one is refused");

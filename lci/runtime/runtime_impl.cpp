@@ -301,11 +301,9 @@ comp_impl_t* runtime_impl_t::rcomp_target(rcomp_t rcomp) const {
   return rcomps_.get(rcomp);
 }
 
-void runtime_impl_t::check_rank(int rank, const char* argument) const {
-  if (rank < 0 || rank >= rank_n_) {
-    throw std::invalid_argument(std::string(argument) + " = " + std::to_string(rank) +
-                                ": out of range [0, " + std::to_string(rank_n_) + ")");
-  }
+void runtime_impl_t::throw_rank_out_of_range(int rank, const char* argument) const {
+  throw std::invalid_argument(std::string(argument) + " = " + std::to_string(rank) +
+                              ": out of range [0, " + std::to_string(rank_n_) + ")");
 }
 
 }  // namespace lci::detail

@@ -89,11 +89,16 @@ class runtime_impl_t {
   comp_impl_t* rcomp_target(rcomp_t rcomp) const;
 
   // "rank": the rank checked; throws std::invalid_argument naming it.
-  void check_rank(int rank, const char* argument) const;
+  // Inline: every post checks; only the throw is out of line.
+  void check_rank(int rank, const char* argument) const {
+    if (rank < 0 || rank >= rank_n_) throw_rank_out_of_range(rank, argument);
+  }
 
   // ---- crashed peers (docs/design/runtime.md, "Crashed peers") ----
   // Throws std::runtime_error naming `rank` when it is known dead.
-  void check_peer_alive(int rank) const;
+  void check_peer_alive(int rank) const {
+    if (is_peer_dead(rank)) throw_peer_crashed(rank);
+  }
   bool is_peer_dead(int rank) const {
     // relaxed: a hint for dropping arrivals; watch() decides under its
     // device's watch-list lock.
@@ -115,6 +120,8 @@ class runtime_impl_t {
   bool is_failed(request_t* request);
 
  private:
+  [[noreturn]] void throw_rank_out_of_range(int rank, const char* argument) const;
+  [[noreturn]] void throw_peer_crashed(int rank) const;
   template <typename T>
   std::unique_ptr<T> take_live(std::vector<std::unique_ptr<T>>& list, T* item, const char* what);
   template <typename T>
