@@ -87,6 +87,14 @@ struct net_status_t {
   std::size_t length = 0;     // bytes delivered/transferred
   net_imm_data_t imm_data = 0;  // recv of a send with imm, and remote_write
   std::uintptr_t fault_address = 0;  // protection: the remote address refused
+  // recv into a buffer of post_recv_multi: the network writes no more into
+  // that buffer after this completion (see post_recv_multi), and
+  // buffer_messages says how many messages it took since it was posted (the
+  // one this completion carries included; 0 on every other completion). The
+  // caller cannot count them itself: other threads may still hold earlier
+  // completions of the same buffer.
+  bool buffer_released = false;
+  std::size_t buffer_messages = 0;
 };
 
 // One line naming the fault, the peer rank and the address, e.g.
@@ -141,6 +149,14 @@ struct net_device_attr_t {
   std::size_t net_max_sends = 0;     // send queue depth (retry beyond it)
   std::size_t net_max_recvs = 0;     // posted receive buffers
   std::size_t net_max_cqes = 0;      // completion queue depth
+  // post_recv_multi works (libfabric's FI_MULTI_RECV). Requested: the caller
+  // wants it; resolved: whether the device offers it (false: only post_recv).
+  bool supports_multi_recv = false;
+  // With supports_multi_recv: a multi-receive buffer is released once less
+  // than this many bytes of it are free, so it is also the largest message
+  // one is sure to take. Requested: the caller's largest message (0: the
+  // device's default); resolved: the value in force.
+  std::size_t multi_recv_min_free = 0;
 };
 
 class net_device_t {
@@ -153,6 +169,19 @@ class net_device_t {
   // its recv completion.
   [[nodiscard]] virtual error_t post_recv(void* buffer, std::size_t size,
                                           net_mr_t mr, void* user_context) = 0;
+  // Gives the network one buffer for many incoming messages (shared receive
+  // queue, like post_recv; requires attr().supports_multi_recv, else throws
+  // std::logic_error). Messages land one after another, at whatever byte
+  // offset the last left free (no alignment), and each completes as a recv
+  // with `buffer` pointing at its bytes and this call's user_context. Once
+  // less than attr().multi_recv_min_free bytes are free the network releases
+  // the buffer: the completion of the message that filled it has
+  // buffer_released set, or a completion of its own does (opcode recv,
+  // buffer_released, buffer nullptr, length 0: no message). Owned by the
+  // network until that completion; the bytes of each message stay as they
+  // landed until the buffer is posted again.
+  [[nodiscard]] virtual error_t post_recv_multi(void* buffer, std::size_t size,
+                                                void* user_context) = 0;
 
   // Inject: copies size <= inject_size_max bytes; no completion.
   [[nodiscard]] virtual error_t post_sends(int rank, const void* buffer,

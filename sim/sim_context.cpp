@@ -14,6 +14,10 @@ namespace {
 
 // Queue depths a device may ask for (the sim allocates them up front).
 constexpr std::size_t queue_depth_max = 1 << 16;
+// multi_recv_min_free of a device whose caller asked for 0: a message size
+// that eager protocols stay under (one packet), so a buffer is released
+// once a packet may no longer fit.
+constexpr std::size_t multi_recv_min_free_default = 8192;
 
 std::size_t pick(std::size_t requested, std::size_t fallback, std::size_t cap) {
   return std::min(requested != 0 ? requested : fallback, cap);
@@ -40,6 +44,12 @@ std::unique_ptr<backend::net_device_t> sim_context_t::alloc_device(
   attr.net_max_sends = pick(requested.net_max_sends, options.net_max_sends, queue_depth_max);
   attr.net_max_recvs = pick(requested.net_max_recvs, options.net_max_recvs, queue_depth_max);
   attr.net_max_cqes = pick(requested.net_max_cqes, options.net_max_cqes, queue_depth_max);
+  attr.supports_multi_recv = requested.supports_multi_recv && options.multi_recv;
+  // No message is over max_msg_size, so no larger min_free is needed.
+  attr.multi_recv_min_free = attr.supports_multi_recv
+                                 ? pick(requested.multi_recv_min_free,
+                                        multi_recv_min_free_default, attr.max_msg_size)
+                                 : 0;
   std::uint32_t index;
   {
     util::spinlock_guard_t guard(lock_);

@@ -160,8 +160,8 @@ error_t sim_device_t::launch_packet(const post_args_t& args) {
 
 // Under the try-lock; *crash: the rank_crash fault hit; *pump: messages wait
 // here for the new buffer.
-error_t sim_device_t::post_recv_locked(void* buffer, std::size_t size, void* user_context,
-                                       bool* crash, bool* pump) {
+error_t sim_device_t::post_recv_locked(const detail::recv_slot_t& slot, bool* crash,
+                                       bool* pump) {
   detail::port_guard_t guard(port_->lock, detail::port_guard_t::mode_t::try_once);
   if (!guard.owns_lock()) return errorcode_t::retry_lock;
   const call_verdict_t verdict = draw_call_faults();
@@ -170,21 +170,42 @@ error_t sim_device_t::post_recv_locked(void* buffer, std::size_t size, void* use
   if (*crash) return errorcode_t::done;  // not returned: the caller throws
   if (port_->recvs.full()) return errorcode_t::retry_nomem;
   if (!port_->cq_has_room()) return errorcode_t::retry_nomem;
-  port_->recvs.push(detail::recv_slot_t{buffer, size, user_context});
+  port_->recvs.push(slot);
   ++port_->cq_reserved;
   *pump = port_->waiting_head != nullptr;
   return errorcode_t::done;
 }
 
-error_t sim_device_t::post_recv(void* buffer, std::size_t size, net_mr_t, void* user_context) {
-  if (buffer == nullptr && size > 0) throw std::invalid_argument("post_recv: buffer is null");
+error_t sim_device_t::post_recv_slot(const char* what, const detail::recv_slot_t& slot) {
   begin_call();
   bool crash = false;
   bool pump = false;
-  const error_t error = post_recv_locked(buffer, size, user_context, &crash, &pump);
+  const error_t error = post_recv_locked(slot, &crash, &pump);
   if (crash) crash_self();
   if (pump) world_.pump_waiting(port_);
-  return end_call("net post_recv", error);
+  return end_call(what, error);
+}
+
+error_t sim_device_t::post_recv(void* buffer, std::size_t size, net_mr_t, void* user_context) {
+  if (buffer == nullptr && size > 0) throw std::invalid_argument("post_recv: buffer is null");
+  return post_recv_slot("net post_recv", detail::recv_slot_t{buffer, size, user_context});
+}
+
+error_t sim_device_t::post_recv_multi(void* buffer, std::size_t size, void* user_context) {
+  const std::size_t min_free = port_->attr.multi_recv_min_free;
+  if (!port_->attr.supports_multi_recv) {
+    throw std::logic_error("post_recv_multi: the device has no multi-receive buffers "
+                           "(attr().supports_multi_recv is false)");
+  }
+  if (buffer == nullptr) throw std::invalid_argument("post_recv_multi: buffer is null");
+  if (size < min_free) {
+    throw std::invalid_argument("post_recv_multi: size " + std::to_string(size) +
+                                " below multi_recv_min_free " + std::to_string(min_free));
+  }
+  detail::recv_slot_t slot{buffer, size, user_context};
+  slot.multi = true;
+  slot.min_free_bytes = min_free;
+  return post_recv_slot("net post_recv_multi", slot);
 }
 
 error_t sim_device_t::post_sends(int rank, const void* buffer, std::size_t size,

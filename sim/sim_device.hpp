@@ -24,9 +24,13 @@
 //                only place the caller can learn of it.
 // Allocation:    none after construction (the port is built by the world).
 // Limits:        attr(): net_max_sends posts in flight (each also reserves a
-//                completion slot), net_max_recvs receives, net_max_cqes
-//                completions (posts and receives reserve; retry_nomem when
-//                full), max_msg_size, inject_size_max.
+//                completion slot), net_max_recvs receives (a multi-receive
+//                buffer is one), net_max_cqes completions (posts and
+//                receives reserve; retry_nomem when full), max_msg_size,
+//                inject_size_max; post_recv_multi only with
+//                supports_multi_recv (else std::logic_error), of buffers of
+//                at least multi_recv_min_free bytes (else
+//                std::invalid_argument).
 //
 // Life cycle: alloc_device() -> open; destroying the handle closes the port:
 // posted receives are dropped, registrations revoked; messages that arrive
@@ -57,6 +61,8 @@ class sim_device_t final : public backend::net_device_t {
 
   [[nodiscard]] error_t post_recv(void* buffer, std::size_t size, backend::net_mr_t mr,
                                   void* user_context) override;
+  [[nodiscard]] error_t post_recv_multi(void* buffer, std::size_t size,
+                                        void* user_context) override;
   [[nodiscard]] error_t post_sends(int rank, const void* buffer, std::size_t size,
                                    backend::net_imm_data_t imm_data) override;
   [[nodiscard]] error_t post_send(int rank, const void* buffer, std::size_t size,
@@ -89,8 +95,8 @@ class sim_device_t final : public backend::net_device_t {
 
   void begin_call();
   [[nodiscard]] error_t end_call(const char* what, error_t error);
-  error_t post_recv_locked(void* buffer, std::size_t size, void* user_context, bool* crash,
-                           bool* pump);
+  [[nodiscard]] error_t post_recv_slot(const char* what, const detail::recv_slot_t& slot);
+  error_t post_recv_locked(const detail::recv_slot_t& slot, bool* crash, bool* pump);
   error_t register_locked(void* address, std::size_t size, backend::net_mr_t* mr);
   std::size_t poll_locked(backend::net_status_t* statuses, std::size_t statuses_max, bool* crash,
                           bool* pump);

@@ -37,7 +37,15 @@ lci::detail::host_t* lookup() { return current_binding().host; }
 
 }  // namespace
 
-rank_host_t::~rank_host_t() { delete g_runtime_; }
+rank_host_t::~rank_host_t() {
+  run_over_ = true;
+  delete g_runtime_;
+}
+
+void rank_host_t::note_progress() {
+  scheduler_t* scheduler = scheduler_t::current();
+  if (scheduler != nullptr) scheduler->note_progress();
+}
 
 rank_host_t* rank_host_t::current() { return current_binding().host; }
 

@@ -25,7 +25,9 @@ class rank_host_t final : public lci::detail::host_t {
   rank_host_t(backend::net_context_t& context, rank_env_t env)
       : context_(context), env_(env) {}
   // A global runtime the rank's code left behind (it threw, or crashed,
-  // before g_runtime_fina) is finalized here, while the world still exists.
+  // before g_runtime_fina) is finalized here, while the world still exists
+  // but no longer runs: its devices close without waiting for their
+  // backlogs (network_running()).
   ~rank_host_t() override;
   rank_host_t(const rank_host_t&) = delete;
   rank_host_t& operator=(const rank_host_t&) = delete;
@@ -38,6 +40,10 @@ class rank_host_t final : public lci::detail::host_t {
   // The calling fiber's/thread's rank host; nullptr outside a simulated rank.
   static rank_host_t* current();
   unsigned& dispatch_depth() override;
+  void note_progress() override;
+  // The run is over when the host is destroyed: no fiber is scheduled and
+  // no delivery fires any more.
+  bool network_running() const override { return !run_over_; }
 
   // nullptr unbinds.
   static void bind_current(rank_host_t* host);
@@ -48,6 +54,7 @@ class rank_host_t final : public lci::detail::host_t {
   backend::net_context_t& context_;
   rank_env_t env_;
   lci::detail::runtime_impl_t* g_runtime_ = nullptr;
+  bool run_over_ = false;  // set by the destructor
 };
 
 }  // namespace lci::sim

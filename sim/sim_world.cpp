@@ -67,6 +67,11 @@ void apply_world_env(world_options_t* options) {
   if (env_flag_on("LCI_SIM_RMA_WAITS_FOR_TARGET")) options->rma_waits_for_target = true;
   const char* local_mr = std::getenv("LCI_SIM_REQUIRES_LOCAL_MR");
   if (local_mr != nullptr && std::strcmp(local_mr, "0") == 0) options->requires_local_mr = false;
+  // Both ways: the default is on, and a test may have turned it off.
+  const char* multi_recv = std::getenv("LCI_SIM_MULTI_RECV");
+  if (multi_recv != nullptr && *multi_recv != '\0') {
+    options->multi_recv = env_flag_on("LCI_SIM_MULTI_RECV");
+  }
 }
 
 std::string describe_world_options(const world_options_t& o) {
@@ -75,13 +80,14 @@ std::string describe_world_options(const world_options_t& o) {
                 "lci sim world: seed=%llu ranks=%d latency_ticks=%llu jitter_ticks=%llu "
                 "bytes_per_tick=%llu net_max_sends=%zu net_max_recvs=%zu net_max_cqes=%zu "
                 "inject_size_max=%zu registrations_max=%zu rma_waits_for_target=%d "
-                "requires_local_mr=%d faults: ",
+                "requires_local_mr=%d multi_recv=%d faults: ",
                 static_cast<unsigned long long>(o.seed), o.ranks_count,
                 static_cast<unsigned long long>(o.latency_ticks),
                 static_cast<unsigned long long>(o.jitter_ticks),
                 static_cast<unsigned long long>(o.bytes_per_tick), o.net_max_sends,
                 o.net_max_recvs, o.net_max_cqes, o.inject_size_max, o.registrations_max,
-                o.rma_waits_for_target ? 1 : 0, o.requires_local_mr ? 1 : 0);
+                o.rma_waits_for_target ? 1 : 0, o.requires_local_mr ? 1 : 0,
+                o.multi_recv ? 1 : 0);
   return line + describe_faults(o.faults);
 }
 
@@ -100,6 +106,8 @@ port_t::port_t(int rank_, std::uint32_t device_index_, const backend::net_device
       prng(prng_) {
   LCI_ASSERT(attr.net_max_sends > 0, "a port needs a send queue");
   LCI_ASSERT(attr.net_max_cqes > 0, "a port needs a completion queue");
+  // 0 would keep a full multi-receive buffer posted (free 0 is not below 0).
+  if (attr.supports_multi_recv) LCI_ASSERT(attr.multi_recv_min_free > 0, "multi_recv_min_free 0");
   packets.resize(attr.net_max_sends);
   packets_free.reserve(attr.net_max_sends);
   inline_arena.resize(attr.net_max_sends * attr.inject_size_max);
@@ -111,6 +119,12 @@ port_t::port_t(int rank_, std::uint32_t device_index_, const backend::net_device
   cq.resize(attr.net_max_cqes);
   registrations.resize(registrations_max);
   peers_reported.assign(static_cast<std::size_t>(ranks_count), false);
+}
+
+void port_t::drop_recvs() {
+  LCI_ASSERT(cq_reserved >= recvs.size(), "receive reservations lost");
+  cq_reserved -= recvs.size();
+  recvs.clear();
 }
 
 void port_t::waiting_push(packet_t* packet) {
@@ -234,9 +248,7 @@ void world_t::close_port(port_t* port) {
   detail::port_guard_t guard(port->lock, detail::port_guard_t::mode_t::wait);
   LCI_ASSERT(port->open, "a device was closed twice");
   port->open = false;
-  LCI_ASSERT(port->cq_reserved >= port->recvs.size(), "receive reservations lost");
-  port->cq_reserved -= port->recvs.size();
-  port->recvs.clear();
+  port->drop_recvs();
   for (detail::registration_t& registration : port->registrations) {
     if (registration.live) ++registration.generation;
     registration.live = false;
@@ -269,8 +281,7 @@ void world_t::crash_rank(int rank) {
     {
       detail::port_guard_t guard(port->lock, detail::port_guard_t::mode_t::wait);
       port->crashed = true;
-      port->cq_reserved -= port->recvs.size();
-      port->recvs.clear();
+      port->drop_recvs();
       port->cq_count = 0;  // its completions die with it
       waiting = port->waiting_detach();
     }
@@ -497,17 +508,27 @@ bool world_t::deliver_send(port_t& target, packet_t& packet) {
     return false;
   }
   detail::recv_slot_t recv;
-  if (!target.recvs.take_first_fit(packet.size, &recv)) return false;  // no buffer fits: RNR
-  if (packet.size > 0) std::memcpy(recv.buffer, packet.payload, packet.size);
+  if (!target.recvs.take_first_fit(packet.size, &recv, target.cq_has_room())) {
+    return false;  // no buffer fits: RNR
+  }
+  // A multi-receive buffer packs messages back to back, with no alignment.
+  void* landing = static_cast<std::byte*>(recv.buffer) + recv.used_bytes;
+  if (packet.size > 0) std::memcpy(landing, packet.payload, packet.size);
   net_status_t status;
   status.opcode = net_opcode_t::recv;
   status.rank = packet.source_rank;
   status.user_context = recv.user_context;
-  status.buffer = recv.buffer;
+  status.buffer = landing;
   status.length = packet.size;
   status.imm_data = packet.imm_data;
-  LCI_ASSERT(target.cq_reserved > 0, "a posted receive had no completion slot");
-  --target.cq_reserved;
+  status.buffer_released = recv.released_by(packet.size);
+  status.buffer_messages = status.buffer_released ? recv.messages_count + 1 : 0;  // + this one
+  if (recv.leaves_with(packet.size)) {  // the receive's reservation is this completion's
+    LCI_ASSERT(target.cq_reserved > 0, "a posted receive had no completion slot");
+    --target.cq_reserved;
+  } else {  // a multi-receive buffer stays posted, its reservation kept for its release
+    LCI_ASSERT(target.cq_has_room(), "a multi-receive message without a free completion slot");
+  }
   target.cq_push(status);
   trace_event('R', packet, net_fault_t::none);
   return true;

@@ -16,8 +16,17 @@
 //     of its device index; any poll_comp on a device of that index moves up
 //     to deliveries_per_poll_max packets, picked at random (reordering).
 // A message that finds no receive buffer (or a target whose completion
-// queue has no room for a remote_write) waits at the target, like an RNR
+// queue has no room for a remote_write, or for a message into a
+// multi-receive buffer that stays posted) waits at the target, like an RNR
 // retry, and is delivered by the target's next post_recv/poll_comp.
+//
+// Multi-receive buffers (post_recv_multi): a posted receive that stays in
+// the queue across messages. A message takes it when its free bytes suffice
+// and lands at its first free byte; once less than multi_recv_min_free
+// bytes are free it leaves the queue, and that message's completion carries
+// buffer_released and buffer_messages. Like any posted receive it holds one completion-queue
+// slot while posted (used by the releasing message); every other message
+// into it needs a free slot.
 //
 // Crashes. crash_rank(r) marks r dead: its devices drop their receives, every
 // operation waiting at r and every later one addressed to r completes at its
@@ -97,13 +106,19 @@ struct world_options_t {
   // libfabric without FI_MR_LOCAL): it registers only what a peer addresses.
   // LCI_SIM_REQUIRES_LOCAL_MR=0.
   bool requires_local_mr = true;
+  // Whether devices grant net_device_attr_t::supports_multi_recv to a caller
+  // that requests it (post_recv_multi, as libfabric's FI_MULTI_RECV). false:
+  // they never do, so the caller posts one buffer per message (post_recv).
+  // LCI_SIM_MULTI_RECV=0|1.
+  bool multi_recv = true;
 };
 
 // Whether environment variable `name` is set to something other than "" or
 // "0" (how the LCI_SIM_* switches are turned on).
 bool env_flag_on(const char* name);
 // Applies LCI_SIM_FAULT_<NAME> (sim_faults.hpp), LCI_SIM_TRACE=1,
-// LCI_SIM_RMA_WAITS_FOR_TARGET=1 and LCI_SIM_REQUIRES_LOCAL_MR=0.
+// LCI_SIM_RMA_WAITS_FOR_TARGET=1, LCI_SIM_REQUIRES_LOCAL_MR=0 and
+// LCI_SIM_MULTI_RECV=0|1.
 void apply_world_env(world_options_t* options);
 // One line with every option, printed before a run (with the seed).
 std::string describe_world_options(const world_options_t& options);
@@ -148,10 +163,30 @@ struct packet_t : timer_event_t {
   std::byte* inline_data = nullptr;  // this packet's slot in the port arena
 };
 
+// A posted receive: a buffer of post_recv takes one message; a multi-receive
+// buffer (post_recv_multi) takes messages one after another at used_bytes
+// and stays posted until less than min_free_bytes of it are free.
 struct recv_slot_t {
   void* buffer = nullptr;
   std::size_t size = 0;
   void* user_context = nullptr;
+  bool multi = false;
+  std::size_t used_bytes = 0;      // multi: where the next message lands
+  std::size_t messages_count = 0;  // multi: messages landed so far
+  std::size_t min_free_bytes = 0;  // multi: the device's multi_recv_min_free
+
+  std::size_t free_bytes() const { return size - used_bytes; }
+  // Whether a message of `message_size` bytes (that fits) releases this
+  // multi-receive buffer.
+  bool released_by(std::size_t message_size) const {
+    LCI_ASSERT(message_size <= free_bytes(), "a message over a receive's free bytes");
+    return multi && free_bytes() - message_size < min_free_bytes;
+  }
+  // Whether the receive leaves the queue with that message (and with it its
+  // completion-queue reservation, which the message's completion uses).
+  bool leaves_with(std::size_t message_size) const {
+    return !multi || released_by(message_size);
+  }
 };
 
 // A port's posted receives, oldest first: a message takes the oldest buffer
@@ -166,16 +201,33 @@ class recv_queue_t {
   void clear() { count_ = 0; }
   void push(const recv_slot_t& slot) {
     LCI_ASSERT(!full(), "posted receives over net_max_recvs");
+    LCI_ASSERT(slot.used_bytes == 0, "a receive posted with bytes used");
+    LCI_ASSERT(slot.messages_count == 0, "a receive posted with messages in it");
+    if (slot.multi) LCI_ASSERT(slot.size >= slot.min_free_bytes, "a multi-receive under min_free");
     slots_[at(count_)] = slot;
     ++count_;
   }
-  // Removes the oldest slot of at least `size` bytes into *taken; false
-  // (nothing changes) if none fits.
-  bool take_first_fit(std::size_t size, recv_slot_t* taken) {
+  // Gives a message of `size` bytes the oldest receive with that many bytes
+  // free: *taken is that receive as the message found it (its bytes go to
+  // buffer + used_bytes). A receive that leaves_with(size) leaves the queue;
+  // a multi-receive buffer that stays has its used_bytes advanced by size
+  // and the message counted. cq_room: whether the completion queue has an
+  // unreserved slot; the completion of a message into a buffer that stays
+  // needs one (its reservation is for the release), so without it such a
+  // buffer is passed over (the default, true, suits a queue seen alone).
+  // False (nothing changes) if no receive takes the message.
+  bool take_first_fit(std::size_t size, recv_slot_t* taken, bool cq_room = true) {
     std::size_t index = 0;
-    while (index < count_ && slots_[at(index)].size < size) ++index;
+    while (index < count_ && !takes(slots_[at(index)], size, cq_room)) ++index;
     if (index == count_) return false;
-    *taken = slots_[at(index)];
+    recv_slot_t& slot = slots_[at(index)];
+    *taken = slot;
+    if (!slot.leaves_with(size)) {
+      slot.used_bytes += size;
+      ++slot.messages_count;
+      LCI_ASSERT(slot.free_bytes() >= slot.min_free_bytes, "a multi-receive stayed too full");
+      return true;
+    }
     for (; index > 0; --index) slots_[at(index)] = slots_[at(index - 1)];
     head_ = at(1);
     --count_;
@@ -183,6 +235,9 @@ class recv_queue_t {
   }
 
  private:
+  static bool takes(const recv_slot_t& slot, std::size_t size, bool cq_room) {
+    return slot.free_bytes() >= size && (cq_room || slot.leaves_with(size));
+  }
   // The slot of the index-th oldest receive; index <= count_ <= capacity,
   // so one subtraction wraps it.
   std::size_t at(std::size_t index) const {
@@ -281,7 +336,7 @@ struct port_t {
   std::vector<packet_t> packets;
   std::vector<packet_t*> packets_free;
   std::vector<std::byte> inline_arena;
-  recv_queue_t recvs;                     // capacity net_max_recvs
+  recv_queue_t recvs;  // capacity net_max_recvs; each holds one cq_reserved slot
   std::vector<backend::net_status_t> cq;  // ring, capacity net_max_cqes
   std::size_t cq_head = 0;
   std::size_t cq_count = 0;
@@ -314,6 +369,9 @@ struct port_t {
     --cq_count;
     return status;
   }
+  // Drops every posted receive (device closed, rank crashed) with its
+  // completion-queue reservation: one each, a multi-receive buffer's too.
+  void drop_recvs();
   void waiting_push(packet_t* packet);
   packet_t* waiting_detach();
 };

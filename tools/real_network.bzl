@@ -36,6 +36,7 @@ def real_network_tests(
         timeout_s = 120,
         grace_s = None,
         size = "medium",
+        env = {},
         tags = []):
     """One sh_test per run; see the module docstring.
 
@@ -48,6 +49,7 @@ def real_network_tests(
       timeout_s: lcirun --timeout (the job is ended after it).
       grace_s: lcirun --grace (seconds the ranks get after one failed).
       size: Bazel size of each sh_test.
+      env: environment of each run (lcirun passes it to every rank).
       tags: extra tags.
     """
     program_args = []
@@ -87,5 +89,6 @@ def real_network_tests(
                 "//config:ofi_enabled": [],
                 "//conditions:default": ["//config:not_compiled_in"],
             }),
+            env = env,
             tags = ["real_network"] + tags + (["exclusive"] if provider == "shm" else []),
         )

@@ -95,25 +95,37 @@ bool source_address(const std::string& device_name, std::string* address, std::s
   return false;
 }
 
+// fi_getinfo with make_hints(), asking for FI_MULTI_RECV too (multi-receive
+// buffers, ofi_device.hpp) and, where the provider refuses that, without it:
+// a provider lacking it stays usable, its devices without
+// supports_multi_recv. Whether it was granted is (*info)->caps.
+int get_info(const char* provider_name, const char* node, std::uint64_t flags,
+             fi_info** info) {
+  fi_info* hints = make_hints(provider_name);
+  hints->caps |= FI_MULTI_RECV;
+  int rc = fi_getinfo(fi_api_version, node, nullptr, flags, hints, info);
+  if (rc != 0) {
+    hints->caps &= ~FI_MULTI_RECV;
+    rc = fi_getinfo(fi_api_version, node, nullptr, flags, hints, info);
+  }
+  fi_freeinfo(hints);
+  return rc;
+}
+
 // fi_getinfo for one provider; nullptr with *error set when it is unusable.
 // A provider that addresses peers by IP is asked again, bound to the
 // address source_address() gives for `device_name`.
 fi_info* try_provider(const char* provider_name, const std::string& device_name,
                       std::string* error) {
-  fi_info* hints = make_hints(provider_name);
   fi_info* info = nullptr;
-  int rc = fi_getinfo(fi_api_version, nullptr, nullptr, 0, hints, &info);
+  int rc = get_info(provider_name, nullptr, 0, &info);
   if (rc == 0 && is_ip_address_format(info->addr_format)) {
     fi_freeinfo(info);
     info = nullptr;
     std::string address;
-    if (!source_address(device_name, &address, error)) {
-      fi_freeinfo(hints);
-      return nullptr;
-    }
-    rc = fi_getinfo(fi_api_version, address.c_str(), nullptr, FI_SOURCE, hints, &info);
+    if (!source_address(device_name, &address, error)) return nullptr;
+    rc = get_info(provider_name, address.c_str(), FI_SOURCE, &info);
   }
-  fi_freeinfo(hints);
   if (rc != 0) {
     *error = detail::describe_fi_error("fi_getinfo", rc);
     return nullptr;

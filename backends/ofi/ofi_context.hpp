@@ -9,9 +9,11 @@
 // remote CQ data, in an mr_mode this backend supports (FI_MR_VIRT_ADDR,
 // FI_MR_PROV_KEY, FI_MR_ALLOCATED, FI_MR_ENDPOINT; never FI_MR_LOCAL, since
 // the runtime posts unregistered packets) and without the FI_RX_CQ_DATA
-// mode (remote CQ data must not consume a posted receive). Providers that
-// address peers by IP (tcp) bind to the network interface or IPv4 address
-// named by device_name (the attribute, LCI_ATTR_DEVICE_NAME: "eth0",
+// mode (remote CQ data must not consume a posted receive). FI_MULTI_RECV is
+// asked for too but not required: a provider that refuses it is asked again
+// without it, and its devices never grant supports_multi_recv. Providers
+// that address peers by IP (tcp) bind to the network interface or IPv4
+// address named by device_name (the attribute, LCI_ATTR_DEVICE_NAME: "eth0",
 // "10.1.2.3"), which is how a job spans machines; without one, to
 // 127.0.0.1, and the job runs on one machine (see docs/backends/ofi.md).
 // Other providers ignore device_name.

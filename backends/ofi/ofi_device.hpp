@@ -6,6 +6,7 @@
 //
 // Mapping of the contract onto libfabric:
 //   post_recv             fi_recv (any source)
+//   post_recv_multi       fi_recvmsg with FI_MULTI_RECV (any source; below)
 //   post_send / _sends    fi_sendmsg with FI_REMOTE_CQ_DATA = imm; the "s"
 //                         variant adds FI_INJECT (size <= inject_size_max)
 //   post_put / _puts      fi_writemsg, FI_DELIVERY_COMPLETE (+ FI_INJECT)
@@ -47,6 +48,28 @@
 // (every device keeps notice receives, native put-with-immediate or not),
 // whose send completion is the caller's write completion.
 //
+// Multi-receive buffers (post_recv_multi; supports_multi_recv only where it
+// was requested and the provider granted FI_MULTI_RECV, ofi_context.hpp):
+// multi_recv_min_free is the caller's value, or multi_recv_min_free_default,
+// at most max_msg_size, set with FI_OPT_MIN_MULTI_RECV right after
+// fi_enable (before it, shm of libfabric 1.17 crashes: it keeps the option
+// in a receive context that fi_enable creates). One op of the receive pool
+// stays posted for the buffer's whole life; each message's completion names
+// its bytes (the CQ entry's buf; both providers pack at byte granularity)
+// and is reported from that op without reposting anything. How the release
+// is reported (observed with libfabric 1.17): ofi_rxm sets FI_MULTI_RECV on
+// the completion of the message that filled the buffer; shm writes a
+// completion of its own (flags FI_MULTI_RECV only, no buf), which becomes
+// the contract's release-only recv (rank = this rank). Either frees the op
+// and reports buffer_messages, which the op counts.
+// A message longer than the free space (a sender exceeded
+// multi_recv_min_free) is a CQ error that poll_comp throws; the op stays
+// posted, since libfabric keeps the buffer. Not one to recover from: shm
+// goes on writing the next messages past the buffer's end.
+// More completions than ops may wait in the CQ now (one buffer, many
+// messages); libfabric's util CQ, which both providers use, keeps the
+// excess in an overflow list rather than failing.
+//
 // Thread safety: every method may be called from any thread. Posts and
 //                poll_comp try-lock the endpoint lock (paper §4.2.2: one
 //                try-lock per endpoint, which also covers its CQ); a busy
@@ -57,13 +80,15 @@
 // Blocking:      posts and poll_comp never; register/deregister may wait on
 //                the provider's registration lock.
 // Ownership:     see backends/backend.hpp; a posted buffer belongs to
-//                libfabric until its completion is polled.
+//                libfabric until its completion is polled (a multi-receive
+//                buffer: the completion that releases it).
 // Allocation:    at construction (op table, libfabric objects); the data
 //                path allocates nothing (providers may, internally).
 // Limits:        net_max_sends send-side operations in flight (sends, puts,
 //                gets, "s" variants until their silent completion, emulated
 //                putImms until their notice completes);
-//                net_max_recvs posted receives; beyond either, retry_nomem.
+//                net_max_recvs posted receives, a multi-receive buffer
+//                counting as one; beyond either, retry_nomem.
 //                A post the provider refuses with -FI_EAGAIN is retry_nomem
 //                too (after one progress call on the CQ). max_msg_size <=
 //                2^32 - 1 (the length field of a put-with-immediate).
@@ -88,8 +113,10 @@
 // Life cycle:   constructed by ofi_context_t::alloc_device (which fills the
 //               address vector), used, destroyed: the endpoint, CQ, AV and
 //               domain are closed in that order; posted receives are
-//               dropped. Registrations must be deregistered first (else the
-//               domain cannot close: reported on stderr, and it is leaked).
+//               dropped, multi-receive buffers too (the caller's memory:
+//               no completion releases them). Registrations must be
+//               deregistered first (else the domain cannot close: reported
+//               on stderr, and it is leaked).
 #pragma once
 
 #include <cstddef>
@@ -109,6 +136,8 @@ struct fid_domain;
 struct fid_ep;
 struct fid_cq;
 struct fid_av;
+struct fi_cq_data_entry;
+struct fi_cq_err_entry;
 
 namespace lci::backends::ofi {
 
@@ -116,6 +145,9 @@ namespace lci::backends::ofi {
 inline constexpr std::size_t net_max_sends_default = 256;
 inline constexpr std::size_t net_max_recvs_default = 256;
 inline constexpr std::size_t net_max_cqes_default = 1024;
+// multi_recv_min_free when the request leaves it 0: the runtime's default
+// packet size (8 KiB).
+inline constexpr std::size_t multi_recv_min_free_default = 8192;
 // Empty polls (and refused posts) between two liveness checks of the peers
 // with operations in flight.
 inline constexpr std::size_t peer_check_idle_turns = 1024;
@@ -148,6 +180,8 @@ class ofi_device_t final : public backend::net_device_t {
 
   [[nodiscard]] error_t post_recv(void* buffer, std::size_t size, backend::net_mr_t mr,
                                   void* user_context) override;
+  [[nodiscard]] error_t post_recv_multi(void* buffer, std::size_t size,
+                                        void* user_context) override;
   [[nodiscard]] error_t post_sends(int rank, const void* buffer, std::size_t size,
                                    backend::net_imm_data_t imm_data) override;
   [[nodiscard]] error_t post_send(int rank, const void* buffer, std::size_t size,
@@ -202,6 +236,17 @@ class ofi_device_t final : public backend::net_device_t {
   std::size_t read_cq_locked(backend::net_status_t* statuses, std::size_t statuses_max,
                              bool has_reported, bool* stop);
   bool translate_locked(const void* entry, std::uint64_t source, backend::net_status_t* status);
+  // A completion of a multi-receive buffer `op`: a message, its release, or
+  // both; frees `op` on the release.
+  void translate_multi_recv_locked(const fi_cq_data_entry& entry, fi_addr_t source, op_t* op,
+                                   backend::net_status_t* status);
+  // A CQ error of a multi-receive buffer `op`: true with the release in
+  // *status when it is a cancelled buffer libfabric gave back; throws for a
+  // message that did not fit.
+  bool translate_multi_recv_error_locked(const fi_cq_err_entry& error, op_t* op,
+                                         backend::net_status_t* status);
+  // The release-only recv of multi-receive buffer `op` (backends/backend.hpp).
+  void release_multi_recv_locked(op_t* op, backend::net_status_t* status);
   void post_notice_locked(op_t* op);
   void post_notice_recv_locked(op_t* op);
   void retry_deferred_locked();
@@ -211,6 +256,9 @@ class ofi_device_t final : public backend::net_device_t {
   void mark_dead_locked(int rank);
   std::size_t report_dead_locked(backend::net_status_t* statuses, std::size_t statuses_max);
   std::uint64_t remote_address(backend::net_rmr_t rmr, std::uint64_t offset) const;
+  // Sets FI_OPT_MIN_MULTI_RECV on the enabled endpoint, or turns
+  // supports_multi_recv off where the provider lacks the option.
+  void set_multi_recv_min_free();
 
   const peer_table_t& peers_;
   const int rank_me_;

@@ -6,10 +6,13 @@
 // the data path.
 //
 // Three pools: send-side operations (sends, puts, gets; net_max_sends),
-// the caller's posted receives (net_max_recvs), and the device's own
-// receives for notices (ofi_device.hpp). An empty pool is the device's retry_nomem.
+// the caller's posted receives, one op per buffer whether it takes one
+// message or many (net_max_recvs), and the device's own receives for
+// notices (ofi_device.hpp). An empty pool is the device's retry_nomem.
 //
 // Life of an op:  free -alloc-> taken -post ok-> posted -completion-> free
+//                 posted (multi-receive buffer) -completion of a message->
+//                        posted still; -completion that releases it-> free
 //                 taken -post refused (EAGAIN)-> free
 //                 taken -peer known dead-> settled with a fault (never
 //                        posted; reported once by poll, then free)
@@ -79,6 +82,11 @@ struct op_t {
   std::uint8_t reposts = 0;  // RMA: times posted again after a lost connection
   std::uint64_t repost_at_ns = 0;  // RMA: not posted again before (steady clock)
   bool silent = false;    // an "s" variant: success is not reported
+  // recv: a post_recv_multi buffer (buffer, length: all of it), posted until
+  // libfabric releases it; the messages it has taken so far (the release
+  // reports them as buffer_messages).
+  bool multi_recv = false;
+  std::size_t multi_recv_messages = 0;
   bool reported = false;  // abandoned: poll has reported its fault
   bool returned = false;  // abandoned: libfabric has given it back
   op_state_t state = op_state_t::free;

@@ -4,6 +4,7 @@
 #include <exception>
 #include <stdexcept>
 
+#include "lci/protocol/arrival.hpp"
 #include "lci/protocol/protocol.hpp"
 #include "lci/runtime/device_impl.hpp"
 #include "lci/runtime/runtime_impl.hpp"
@@ -30,6 +31,21 @@ T payload_as(const backend::net_status_t& status) {
   return value;
 }
 
+// An arrival whose handler found no packet for what it must keep (possible
+// only for an arrival in a receive region): it waits in the backlog, its
+// bytes held, until a packet is free.
+void dispatch_eager(device_impl_t& device, arrival_t& arrival, protocol::msg_type_t type) {
+  if (handle_eager(device, arrival, type)) return;
+  arrival.detach();
+  device_impl_t* const device_ptr = &device;
+  (void)device.run_or_backlog([device_ptr, status = arrival.status(), type]() -> error_t {
+    arrival_t retried(*device_ptr, status);
+    if (handle_eager(*device_ptr, retried, type)) return errorcode_t::done;
+    retried.detach();
+    return errorcode_t::retry_nopacket;
+  });
+}
+
 void dispatch_arrival(device_impl_t& device, const backend::net_status_t& status) {
   const protocol::msg_type_t type = protocol::imm_type(status.imm_data);
   if (status.opcode == backend::net_opcode_t::remote_write) {
@@ -40,36 +56,42 @@ void dispatch_arrival(device_impl_t& device, const backend::net_status_t& status
     }
     return;
   }
-  // A pre-posted receive: the packet is ours until we put it back.
-  device.note_receive_consumed();
-  void* packet = status.buffer;
+  // A region the network is done with (its last message, or no message):
+  // counted before the message's own release, in any order (recv_regions.hpp).
+  if (status.buffer_released) device.release_region_posting(status);
+  if (status.buffer == nullptr) {
+    LCI_ASSERT(status.buffer_released && status.length == 0,
+               "a receive completion without its buffer");
+    return;
+  }
+  if (!recv_regions_t::is_region_arrival(status)) device.note_receive_consumed();
+  arrival_t arrival(device, status);  // gives the bytes back unless kept
   switch (type) {
     case protocol::msg_type_t::eager_send:
     case protocol::msg_type_t::eager_am:
-      handle_eager(device, status, type);  // keeps or returns the packet
+      dispatch_eager(device, arrival, type);
       return;
     case protocol::msg_type_t::rts: {
       const rts_t rts = payload_as<rts_t>(status);
-      device.packet_pool()->pool.put(packet);
+      arrival.release();
       handle_rts(device, status.rank, rts);
       return;
     }
     case protocol::msg_type_t::rtr: {
       const rtr_t rtr = payload_as<rtr_t>(status);
-      device.packet_pool()->pool.put(packet);
+      arrival.release();
       handle_rtr(device, status.rank, rtr);
       return;
     }
     case protocol::msg_type_t::fin:
-      device.packet_pool()->pool.put(packet);
+      arrival.release();
       handle_rdv_done(device, protocol::imm_value(status.imm_data));
       return;
     case protocol::msg_type_t::get_signal:
-      device.packet_pool()->pool.put(packet);
+      arrival.release();
       handle_signal(device, status, type);
       return;
     default:
-      device.packet_pool()->pool.put(packet);
       throw std::logic_error("lci: a message of unknown type arrived");
   }
 }
@@ -148,6 +170,7 @@ class dispatch_guard_t {
 error_t progress_device(device_impl_t& device) {
   dispatch_guard_t guard(device.runtime()->host());
   bool progressed = device.drain_backlog();
+  if (progressed) device.runtime()->host().note_progress();
   status_batch_t batch;
   backend::net_status_t* const statuses = batch.statuses;
   const std::size_t polled = device.net().poll_comp(statuses, poll_batch_max);

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "lci/comp/comp_impl.hpp"
+#include "lci/protocol/arrival.hpp"
 #include "lci/protocol/protocol.hpp"
 #include "lci/runtime/allocator.hpp"
 #include "lci/runtime/device_impl.hpp"
@@ -227,7 +228,7 @@ namespace {
 // crash was known: the message is dropped (the receive already reported
 // fatal; a crashed sender's data is not trusted to be whole).
 status_t drop_message(device_impl_t& device, unexpected_t* message) {
-  if (!message->is_rts) device.packet_pool()->pool.put(message->packet);
+  if (message->packet != nullptr) device.packet_pool()->pool.put(message->packet);
   delete message;
   return status_t(errorcode_t::posted);
 }
@@ -262,7 +263,7 @@ status_t match_receive(device_impl_t& device, request_t* recv, unexpected_t* mes
   const std::size_t copied = std::min(message_size, recv->capacity);
   if (copied > 0) std::memcpy(recv->status.buffer, message->data, copied);
   recv->status.size = copied;
-  device.packet_pool()->pool.put(message->packet);
+  if (message->packet != nullptr) device.packet_pool()->pool.put(message->packet);
   const int rank = message->rank;
   const tag_t tag = message->tag;
   delete message;
@@ -280,16 +281,17 @@ status_t match_receive(device_impl_t& device, request_t* recv, unexpected_t* mes
 
 namespace {
 // An eager active message to its rcomp. A zero_copy_am completion object
-// gets the packet itself (status.buffer points into it; the user returns it
-// with put_upacket) when size <= get_max_bcopy_size(), the rule a user can
+// gets a packet (status.buffer points into it; the user returns it with
+// put_upacket) when size <= get_max_bcopy_size(), the rule a user can
 // check; anything else (an eager message over that size, sent without a
-// header) is copied into a malloc'd buffer, as for other objects.
-void deliver_eager_am(device_impl_t& device, const backend::net_status_t& net_status,
+// header) is copied into a malloc'd buffer, as for other objects. false: a
+// packet is needed and none is free.
+bool deliver_eager_am(device_impl_t& device, arrival_t& arrival,
                       const protocol::msg_fields_t& fields, const std::byte* data,
                       std::size_t size) {
+  const backend::net_status_t& net_status = arrival.status();
   comp_impl_t* comp = device.runtime()->rcomp_target(fields.rcomp);
   if (comp == nullptr) {
-    device.packet_pool()->pool.put(net_status.buffer);
     throw_unregistered_rcomp("an active message", net_status.rank, fields.rcomp, "");
   }
   status_t status;
@@ -299,22 +301,27 @@ void deliver_eager_am(device_impl_t& device, const backend::net_status_t& net_st
   status.size = size;
   const bool in_packet = comp->zero_copy_am() && size > 0 && size <= device.bcopy_size_max();
   if (in_packet) {
-    LCI_ASSERT(device.packet_pool()->pool.payload_containing(data) == net_status.buffer,
+    const arrival_t::kept_t kept = arrival.keep(data, size);
+    if (kept.packet == nullptr) return false;
+    LCI_ASSERT(device.packet_pool()->pool.payload_containing(kept.data) == kept.packet,
                "a zero-copy AM's payload outside its packet");
-    status.buffer = const_cast<std::byte*>(data);  // the user's until put_upacket
+    status.buffer = const_cast<std::byte*>(kept.data);  // the user's until put_upacket
   } else {
     if (size > 0) {
       status.buffer = allocate_user_buffer(size);
       std::memcpy(status.buffer, data, size);
     }
-    device.packet_pool()->pool.put(net_status.buffer);
+    arrival.release();
   }
   comp->signal(status);
+  return true;
 }
+
+bool take_any(matching_entry_val_t) { return true; }
 }  // namespace
 
-void handle_eager(device_impl_t& device, const backend::net_status_t& net_status,
-                  protocol::msg_type_t type) {
+bool handle_eager(device_impl_t& device, arrival_t& arrival, protocol::msg_type_t type) {
+  const backend::net_status_t& net_status = arrival.status();
   runtime_impl_t& runtime = *device.runtime();
   const attr_runtime_t& attr = runtime.attr();
   const std::uint32_t imm = net_status.imm_data;
@@ -332,26 +339,41 @@ void handle_eager(device_impl_t& device, const backend::net_status_t& net_status
   const auto* data = static_cast<const std::byte*>(net_status.buffer) + header_bytes;
   const std::size_t size = net_status.length - header_bytes;
   if (type == protocol::msg_type_t::eager_am) {
-    deliver_eager_am(device, net_status, fields, data, size);
-    return;
+    return deliver_eager_am(device, arrival, fields, data, size);
   }
   matching_engine_impl_t* engine = runtime.matching_engine_at(fields.matching_engine_index);
   if (engine == nullptr) {
-    device.packet_pool()->pool.put(net_status.buffer);
     throw std::runtime_error("lci: a message from rank " + std::to_string(net_status.rank) +
                              " names matching engine " +
                              std::to_string(fields.matching_engine_index) +
                              ", which does not exist here");
   }
+  const matching_entry_key_t key =
+      matching_key(*engine, net_status.rank, fields.tag, fields.policy);
   auto* message = new unexpected_t;
   message->rank = net_status.rank;
   message->tag = fields.tag;
   message->size = size;
-  message->packet = net_status.buffer;
-  message->data = data;
-  const matching_entry_key_t key =
-      matching_key(*engine, net_status.rank, fields.tag, fields.policy);
+  // In a region the message would have to be copied into a packet to wait
+  // in the table: a receive already waiting takes it from where it landed
+  // instead. (Not past a backlog, where earlier arrivals may wait.)
+  if (arrival.in_region() && device.backlog_empty_hint()) {
+    void* recv = engine->table.take_if(key, matching_entry_type_t::send, take_any);
+    if (recv != nullptr) {
+      message->data = data;  // no packet: match_receive copies from the region
+      match_receive(device, static_cast<request_t*>(recv), message, /*signal=*/true);
+      return true;
+    }
+  }
+  const arrival_t::kept_t kept = arrival.keep(data, size);
+  if (kept.packet == nullptr) {
+    delete message;
+    return false;
+  }
+  message->packet = kept.packet;
+  message->data = kept.data;
   insert_unexpected(device, *engine, key, message);
+  return true;
 }
 
 void insert_unexpected(device_impl_t& device, matching_engine_impl_t& engine,

@@ -26,6 +26,7 @@
 
 namespace lci::detail {
 
+class arrival_t;
 class device_impl_t;
 class matching_engine_impl_t;
 class comp_impl_t;
@@ -104,8 +105,11 @@ void handle_incoming(device_impl_t& device, const backend::net_status_t& status)
 void handle_local_completion(device_impl_t& device, const backend::net_status_t& status);
 
 // Between protocols.
-void handle_eager(device_impl_t& device, const backend::net_status_t& status,
-                  protocol::msg_type_t type);
+// An eager message or active message: delivered, matched or stored. false
+// (nothing done, the arrival still held): it must be kept and no packet is
+// free; the caller tries again later.
+[[nodiscard]] bool handle_eager(device_impl_t& device, arrival_t& arrival,
+                                protocol::msg_type_t type);
 void handle_rts(device_impl_t& device, int rank, const rts_t& rts);
 void handle_rtr(device_impl_t& device, int rank, const rtr_t& rtr);
 void handle_rdv_done(device_impl_t& device, std::uint32_t rdv_id);

@@ -129,8 +129,11 @@ struct unexpected_t : util::thread_cached_t<unexpected_t> {
   int rank = -1;
   tag_t tag = 0;
   std::size_t size = 0;
-  void* packet = nullptr;      // eager: the packet holding the payload
-  const void* data = nullptr;  // eager: the payload inside it
+  // eager: the packet holding the payload, or nullptr while the payload is
+  // still where it landed in a receive region (handle_eager matches such a
+  // message at once, never stores it)
+  void* packet = nullptr;
+  const void* data = nullptr;  // eager: the payload
   rts_t rts{};                 // rendezvous
 };
 

@@ -1,5 +1,6 @@
 #include "lci/runtime/device_impl.hpp"
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 
@@ -15,13 +16,24 @@ namespace {
 // queued when the network refused it, so this bounds how far progress may
 // fall behind a burst of rendezvous handshakes.
 constexpr std::size_t backlog_entries_max = 4096;
+// Receive regions per device (at most net_max_recvs), and the size of each
+// in packets: 4 x 32 packets is half the memory of the 256 packets a device
+// keeps posted otherwise. A region takes up to 32 of the largest eager
+// messages, and thousands of small ones, before it is posted again.
+constexpr std::size_t recv_regions_max = 4;
+constexpr std::size_t recv_region_packets = 32;
 
 std::unique_ptr<backend::net_device_t> open_net_device(runtime_impl_t* runtime,
-                                                       const attr_device_t& attr) {
+                                                       const attr_device_t& attr,
+                                                       std::size_t packet_bytes) {
   backend::net_device_attr_t requested;
   requested.net_max_sends = attr.net_max_sends;
   requested.net_max_recvs = attr.net_max_recvs;
   requested.net_max_cqes = attr.net_max_cqes;
+  // The largest message a pre-posted receive takes is one packet (an eager
+  // message with its header; control messages are smaller).
+  requested.supports_multi_recv = true;
+  requested.multi_recv_min_free = packet_bytes;
   return runtime->net().alloc_device(requested);
 }
 }  // namespace
@@ -30,14 +42,22 @@ device_impl_t::device_impl_t(runtime_impl_t* runtime, const attr_device_t& attr,
                              packet_pool_impl_t* packet_pool)
     : runtime_(runtime),
       attr_(attr),
-      net_(open_net_device(runtime, attr)),
+      net_(open_net_device(runtime, attr, packet_pool->attr.packet_size)),
       packet_pool_(packet_pool),
       backlog_(backlog_entries_max) {
   const backend::net_device_attr_t& net_attr = net_->attr();
   attr_.net_max_sends = net_attr.net_max_sends;
   attr_.net_max_recvs = net_attr.net_max_recvs;
   attr_.net_max_cqes = net_attr.net_max_cqes;
-  recvs_target_ = net_attr.net_max_recvs;
+  if (net_attr.supports_multi_recv) {
+    LCI_ASSERT(net_attr.multi_recv_min_free >= packet_payload_max(),
+               "the network releases receive regions with less than a packet free");
+    regions_ = std::make_unique<recv_regions_t>(
+        std::min(recv_regions_max, net_attr.net_max_recvs),
+        recv_region_packets * net_attr.multi_recv_min_free);
+  } else {
+    recvs_target_ = net_attr.net_max_recvs;
+  }
   if (attr_.alloc_default_endpoint) {
     attr_endpoint_t endpoint_attr = get_default_attr_endpoint();
     default_endpoint_ = std::make_unique<endpoint_impl_t>(this, endpoint_attr);
@@ -137,8 +157,9 @@ void device_impl_t::finish_backlog_step() {
 }
 
 void device_impl_t::drain_before_close() {
-  // acquire: as in drained().
-  while (backlog_steps_.load(util::mo_acquire) != 0) {
+  // acquire: as in drained(). A network that no longer runs would never
+  // take the steps: they are dropped with the device.
+  while (backlog_steps_.load(util::mo_acquire) != 0 && runtime_->host().network_running()) {
     try {
       if (progress_device(*this).is_retry()) runtime_->host().idle("device backlog before close");
     } catch (const std::exception&) {

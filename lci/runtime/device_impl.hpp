@@ -26,6 +26,7 @@
 #include "lci/backlog_queue/backlog_queue.hpp"
 #include "lci/protocol/request.hpp"
 #include "lci/runtime/rdv_table.hpp"
+#include "lci/runtime/recv_regions.hpp"
 #include "lci/runtime/resources.hpp"
 #include "lci/runtime/watch_list.hpp"
 #include "lci/util/atomic.hpp"
@@ -80,6 +81,9 @@ class device_impl_t {
     // (an arrival inserted into the matching table) should not pay.
     return push_backlog(backlog_step_t(std::forward<Step>(step)));
   }
+  // No protocol step is queued or running. A hint (relaxed): a step pushed
+  // by another thread meanwhile is as if pushed a moment later.
+  bool backlog_empty_hint() const { return backlog_steps_.load(util::mo_relaxed) == 0; }
   // progress() step 1: re-runs queued steps in order until one retries.
   bool drain_backlog() {
     // relaxed: a step pushed meanwhile is left to the next progress call,
@@ -105,15 +109,36 @@ class device_impl_t {
   // for a crashed peer completes with a fault, which is swallowed here).
   void drain_before_close();
 
-  // Tops the pre-posted receives up to net_max_recvs; false when nothing
-  // could be posted (no packet, or the network refused).
+  // Pre-posted receives: when the network offers multi-receive buffers
+  // (net_device_attr_t::supports_multi_recv), a few receive regions take
+  // every arrival (recv_regions.hpp); otherwise one packet per message.
+  //
+  // Posts what is missing: the regions ready again, or packets up to
+  // net_max_recvs. false when nothing could be posted (nothing missing, no
+  // packet, or the network refused).
   bool replenish_receives() {
+    if (regions_ != nullptr) return regions_->post_ready(*net_);
     // relaxed: see recvs_posted_.
     if (recvs_posted_.load(util::mo_relaxed) >= recvs_target_) return false;
     return post_receives();
   }
-  // A pre-posted receive completed (its packet is the runtime's now).
+  // A pre-posted packet took a message (it is the runtime's now).
   void note_receive_consumed() { recvs_posted_.fetch_sub(1, util::mo_relaxed); }
+  // The bytes of an arrival (a recv completion of a pre-posted receive) are
+  // no longer read: its packet goes back to the pool, or its region's hold
+  // is let go (arrival_t calls this).
+  void release_arrival(const backend::net_status_t& status) {
+    if (recv_regions_t::is_region_arrival(status)) {
+      regions_->release_arrival(status);
+    } else {
+      packet_pool_->pool.put(status.buffer);
+    }
+  }
+  // A completion with buffer_released: the network is done with a region.
+  void release_region_posting(const backend::net_status_t& status) {
+    LCI_ASSERT(regions_ != nullptr, "a region released on a device without regions");
+    regions_->release_posting(status);
+  }
 
   // Requests of this device that wait on a peer, and those a crash failed
   // (runtime_impl_t::watch, fail_peer); the failed ones are released when
@@ -150,6 +175,9 @@ class device_impl_t {
   // real number of posted receives (a refused post_recv is a retry).
   util::atomic<std::size_t> recvs_posted_{0};
   std::size_t recvs_target_ = 0;
+  // Set when the network offers multi-receive buffers (then no packet is
+  // pre-posted).
+  std::unique_ptr<recv_regions_t> regions_;
   // Requests in flight (in_flight_mark_t); read by drained().
   util::atomic<std::int64_t> in_flight_count_{0};
   watch_list_t watch_list_;

@@ -33,6 +33,12 @@ class host_t {
   // How deep the calling thread (or simulated thread: a fiber) is inside
   // completion dispatch; progress() refuses to run when it is not 0.
   virtual unsigned& dispatch_depth() = 0;
+  // Progress the network did not see: a protocol step of the device backlog
+  // went through (a simulator judges deadlock by what changes).
+  virtual void note_progress() {}
+  // false once nothing can move on the network any more (a simulated rank
+  // torn down after its run ended): teardown then stops waiting for it.
+  virtual bool network_running() const { return true; }
 
   // Set while a runtime of this host allocates a device (see
   // runtime_impl_t::alloc_device). A flag, not a lock: device allocation

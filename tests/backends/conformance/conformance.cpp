@@ -7,6 +7,7 @@
 #include <cstring>
 #include <map>
 #include <set>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
@@ -38,14 +39,16 @@ void expect_ok(const backend_case_t& backend_case, int ranks_count, const rank_b
   EXPECT_TRUE(failure.empty()) << failure;
 }
 
-std::size_t message_size(std::size_t seq, std::size_t size_max) {
-  return 1 + (seq * 37) % size_max;
+// The size of message `seq`: in [size_min, size_max], each size once in
+// any size_max + 1 - size_min consecutive seqs unless 37 divides that count.
+std::size_t message_size(std::size_t seq, std::size_t size_max, std::size_t size_min = 1) {
+  return size_min + (seq * 37) % (size_max + 1 - size_min);
 }
 
 // Checks the send completions of `count` post_send calls whose user_context
 // was seq + 1 and length message_size(seq): each exactly once, fully filled.
 void check_send_completions(const std::vector<net_status_t>& local, int target, std::size_t count,
-                            std::size_t size_max) {
+                            std::size_t size_max, std::size_t size_min = 1) {
   std::set<std::uintptr_t> seen;
   for (const net_status_t& status : local) {
     LCI_CONFORM(status.opcode == net_opcode_t::send, "opcode " << get_net_opcode_str(status.opcode));
@@ -54,7 +57,8 @@ void check_send_completions(const std::vector<net_status_t>& local, int target, 
     const auto context = reinterpret_cast<std::uintptr_t>(status.user_context);
     LCI_CONFORM(context >= 1 && context <= count, "user_context " << context);
     LCI_CONFORM(seen.insert(context).second, "send completion duplicated: " << context);
-    LCI_CONFORM(status.length == message_size(context - 1, size_max), "length " << status.length);
+    LCI_CONFORM(status.length == message_size(context - 1, size_max, size_min),
+                "length " << status.length);
   }
   LCI_CONFORM(seen.size() == count, "send completions " << seen.size() << " of " << count);
 }
@@ -62,7 +66,7 @@ void check_send_completions(const std::vector<net_status_t>& local, int target, 
 // Checks received messages from `source`: imm = source << 16 | seq, every
 // seq in [0, count) exactly once, payload = pattern(source, seq, size).
 void check_received(const std::vector<received_t>& received, int source, std::size_t count,
-                    std::size_t size_max) {
+                    std::size_t size_max, std::size_t size_min = 1) {
   std::set<std::size_t> seen;
   for (const received_t& message : received) {
     const net_status_t& status = message.status;
@@ -71,7 +75,8 @@ void check_received(const std::vector<received_t>& received, int source, std::si
     const std::size_t seq = status.imm_data & 0xFFFF;
     LCI_CONFORM(seq < count, "seq " << seq << " out of range");
     LCI_CONFORM(seen.insert(seq).second, "message (" << source << ", " << seq << ") twice");
-    LCI_CONFORM(status.length == message_size(seq, size_max), "length " << status.length);
+    LCI_CONFORM(status.length == message_size(seq, size_max, size_min),
+                "length " << status.length);
     LCI_CONFORM(message.data == pattern(source, seq, status.length), "payload of seq " << seq);
   }
   LCI_CONFORM(seen.size() == count, "received " << seen.size() << " of " << count
@@ -80,9 +85,9 @@ void check_received(const std::vector<received_t>& received, int source, std::si
 
 // Each rank sends `count` messages to `target` by post_send, retrying.
 void send_messages(endpoint_t& ep, int target, std::size_t count, std::size_t size_max,
-                   std::vector<char>* arena, net_mr_t mr) {
+                   std::vector<char>* arena, net_mr_t mr, std::size_t size_min = 1) {
   for (std::size_t seq = 0; seq < count; ++seq) {
-    const std::size_t size = message_size(seq, size_max);
+    const std::size_t size = message_size(seq, size_max, size_min);
     char* buffer = arena->data() + seq * size_max;
     const std::string text = pattern(ep.rank, seq, size);
     std::memcpy(buffer, text.data(), size);
@@ -455,6 +460,73 @@ TEST_P(BackendConformance, ThreadsShareADevice) {
     });
     check_received(ep.received(), peer, total, size_max);
     check_send_completions(ep.local(), peer, total, size_max);
+    ctx.barrier();
+  });
+}
+
+// post_recv_multi on `ep`, whose device did not get supports_multi_recv,
+// throws std::logic_error (backend.hpp).
+void check_multi_recv_refused(endpoint_t& ep) {
+  std::vector<char> buffer(64);
+  bool refused = false;
+  try {
+    (void)ep.device().post_recv_multi(buffer.data(), buffer.size(), nullptr);
+  } catch (const std::logic_error&) {
+    refused = true;
+  }
+  LCI_CONFORM(refused, "post_recv_multi without supports_multi_recv did not throw logic_error");
+}
+
+// Multi-receive buffers (backend.hpp, post_recv_multi): rank 0 sends
+// messages of 0 to 256 bytes, each size once, to rank 1, which posts two
+// 4 * multi_recv_min_free byte buffers and nothing else. endpoint_t::poll()
+// checks each message against its buffer (inside it, naming its
+// user_context, overlapping no other since the buffer was posted, bytes
+// still in place at the release, a release exactly once and only below
+// multi_recv_min_free free; take_multi_locked) and reposts a released
+// buffer; here, every message arrives once with its bytes, rank, imm and
+// length, and reposted buffers were released again. A device that did not
+// get supports_multi_recv refuses post_recv_multi.
+TEST_P(BackendConformance, MultiRecvPacksAndReleases) {
+  constexpr std::size_t size_max = 256;  // sizes 0..256, each once (see message_size)
+  constexpr std::size_t count = 120;
+  constexpr std::size_t buffers_count = 2;
+  static_assert(count <= size_max + 1, "message sizes repeat");
+  expect_ok(GetParam(), 2, [](rank_ctx_t& ctx) {
+    net_device_attr_t requested;
+    requested.supports_multi_recv = true;
+    requested.multi_recv_min_free = size_max;
+    // Small: the completion queue fills while buffers stay posted, so
+    // messages also wait for room there, not only for buffer space.
+    requested.net_max_cqes = 8;
+    endpoint_t ep(ctx, requested);
+    endpoint_t plain(ctx);  // on every rank: devices are allocated collectively
+    for (endpoint_t* device : {&ep, &plain}) {
+      if (!device->attr().supports_multi_recv) check_multi_recv_refused(*device);
+    }
+    // A backend without multi-receive buffers has nothing more to check (the
+    // simulator grants them unless world_options_t::multi_recv is off).
+    if (!ep.attr().supports_multi_recv) return;
+    const std::size_t min_free = ep.attr().multi_recv_min_free;
+    // Lower, and a buffer could keep too little room for the largest message.
+    LCI_CONFORM(min_free >= size_max, "multi_recv_min_free " << min_free << " below the request");
+    if (ep.rank == 1) ep.post_recv_multi_buffers(buffers_count, 4 * min_free);
+    ctx.barrier();
+    if (ep.rank == 0) {
+      std::vector<char> arena(count * size_max);
+      const net_mr_t mr = ep.register_region(arena.data(), arena.size());
+      send_messages(ep, 1, count, size_max, &arena, mr, /*size_min=*/0);
+      ep.wait_for([&] { return ep.local_count() == count; }, "send completions");
+      check_send_completions(ep.local(), 1, count, size_max, /*size_min=*/0);
+    } else {
+      ep.wait_for([&] { return ep.received_count() == count; }, "messages in multi buffers");
+      check_received(ep.received(), 0, count, size_max, /*size_min=*/0);
+      // 15147 bytes; a buffer not released holds at most 3 * min_free, and
+      // each release takes at most 4 * min_free: with min_free up to 1 KiB,
+      // more releases than buffers, so reposted buffers filled up again.
+      LCI_CONFORM(ep.multi_releases_count() > buffers_count,
+                  "multi-receive buffers released " << ep.multi_releases_count() << " times");
+    }
     ctx.barrier();
   });
 }

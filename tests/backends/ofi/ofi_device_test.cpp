@@ -1,17 +1,19 @@
 // ofi_device_t and ofi_context_t in one process (local bootstrap: rank 0 of
 // 1, talking to itself) over each provider the project runs on: resolved
 // attributes, misuse errors, an unusable provider's error, and every kind of
-// operation with each completion field checked.
+// operation with each completion field checked, multi-receive buffers too.
 #include <gtest/gtest.h>
 
 #include <sched.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <functional>
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "backends/ofi/ofi_context.hpp"
@@ -288,6 +290,122 @@ TEST_P(OfiDevice, AFullSendPoolIsRetryNomem) {
   }
   EXPECT_EQ(sends, accepted);
   EXPECT_EQ(recvs, accepted);
+}
+
+// supports_multi_recv only when asked for; multi_recv_min_free as asked, or
+// the default; post_recv_multi refuses a device without it, a null buffer
+// and one smaller than multi_recv_min_free.
+TEST_P(OfiDevice, MultiRecvIsGrantedOnRequestAndChecksItsBuffer) {
+  const std::unique_ptr<net_device_t> plain = context_->alloc_device({});
+  EXPECT_FALSE(plain->attr().supports_multi_recv);
+  char buffer[64] = {};
+  EXPECT_THROW((void)plain->post_recv_multi(buffer, sizeof(buffer), nullptr), std::logic_error);
+
+  net_device_attr_t requested;
+  requested.supports_multi_recv = true;
+  const std::unique_ptr<net_device_t> defaults = context_->alloc_device(requested);
+  ASSERT_TRUE(defaults->attr().supports_multi_recv);  // both providers offer FI_MULTI_RECV
+  EXPECT_EQ(defaults->attr().multi_recv_min_free, multi_recv_min_free_default);
+
+  requested.multi_recv_min_free = 48;
+  const std::unique_ptr<net_device_t> device = context_->alloc_device(requested);
+  EXPECT_EQ(device->attr().multi_recv_min_free, 48u);
+  EXPECT_THROW((void)device->post_recv_multi(nullptr, 64, nullptr), std::invalid_argument);
+  try {
+    (void)device->post_recv_multi(buffer, 47, nullptr);
+    FAIL() << "a 47-byte multi-receive buffer was accepted with multi_recv_min_free = 48";
+  } catch (const std::invalid_argument& error) {
+    EXPECT_NE(std::string(error.what()).find("size 47"), std::string::npos) << error.what();
+  }
+}
+
+// Two multi-receive buffers take 50 messages of 0 to 256 bytes (with their
+// immediates) packed without overlap; the first is released once less than
+// multi_recv_min_free is left, by the provider's flag on its last message or
+// by a completion of its own, counting its messages, and gets no message
+// after; the second is still posted when the device closes (its teardown
+// drops it).
+TEST_P(OfiDevice, MultiRecvPacksMessagesAndReleasesTheBuffer) {
+  constexpr std::size_t buffer_size = 4096;
+  constexpr std::size_t min_free = 256;
+  constexpr std::size_t messages_count = 50;
+  // Sizes 0..256 in a scattered order, 5,747 bytes in all: more than the
+  // first buffer keeps (it is released past 4096 - 256) and less than both.
+  const auto size_of = [](std::size_t i) { return (i * 37) % (min_free + 1); };
+  const auto byte_of = [](std::size_t i, std::size_t k) { return static_cast<char>(i * 7 + k); };
+  std::vector<std::vector<char>> buffers(2, std::vector<char>(buffer_size, 0));
+  std::vector<std::vector<char>> payloads(messages_count);
+  for (std::size_t i = 0; i < messages_count; ++i) {
+    for (std::size_t k = 0; k < size_of(i); ++k) payloads[i].push_back(byte_of(i, k));
+  }
+  net_device_attr_t requested;
+  requested.supports_multi_recv = true;
+  requested.multi_recv_min_free = min_free;
+  const std::unique_ptr<net_device_t> device = context_->alloc_device(requested);
+  ASSERT_TRUE(device->attr().supports_multi_recv);
+  std::vector<net_status_t> seen;
+  for (std::vector<char>& buffer : buffers) {
+    ASSERT_TRUE(post(*device, [&] {
+      return device->post_recv_multi(buffer.data(), buffer.size(), &buffer);
+    }, &seen).is_done());
+  }
+  for (std::size_t i = 0; i < messages_count; ++i) {
+    ASSERT_TRUE(post(*device, [&] {
+      return device->post_send(0, payloads[i].data(), payloads[i].size(), net_mr_t{},
+                               static_cast<backend::net_imm_data_t>(i), nullptr);
+    }, &seen).is_posted());
+  }
+  // Per buffer: the [offset, end) of each message; and how it was released.
+  std::vector<std::pair<std::size_t, std::size_t>> spans[2];
+  std::vector<bool> arrived(messages_count, false);
+  std::size_t sends = 0, messages = 0, releases = 0;
+  bool released[2] = {false, false};
+  std::size_t cursor = 0;
+  while (sends < messages_count || messages < messages_count || releases < 1) {
+    const net_status_t status = cursor < seen.size() ? seen[cursor++] : wait_one(*device);
+    if (HasFailure()) return;
+    ASSERT_EQ(status.fault, net_fault_t::none) << backend::describe_fault(status);
+    if (status.opcode == net_opcode_t::send) {
+      ++sends;
+      continue;
+    }
+    ASSERT_EQ(status.opcode, net_opcode_t::recv);
+    const std::size_t b = status.user_context == &buffers[0] ? 0 : 1;
+    ASSERT_EQ(status.user_context, &buffers[b]);
+    ASSERT_FALSE(released[b]) << "a completion of buffer " << b << " after its release";
+    released[b] = status.buffer_released;
+    releases += status.buffer_released ? 1 : 0;
+    const bool message = status.buffer != nullptr;  // else the release alone
+    if (!message) EXPECT_TRUE(status.buffer_released);
+    if (!message) EXPECT_EQ(status.length, 0u);
+    const std::size_t landed = spans[b].size() + (message ? 1 : 0);
+    EXPECT_EQ(status.buffer_messages, status.buffer_released ? landed : 0);
+    if (!message) continue;
+    ++messages;
+    ASSERT_EQ(status.rank, 0);
+    const std::size_t i = status.imm_data;
+    ASSERT_LT(i, messages_count);
+    EXPECT_FALSE(arrived[i]) << "message " << i << " arrived twice";
+    arrived[i] = true;
+    EXPECT_EQ(status.length, size_of(i)) << "message " << i;
+    const char* bytes = static_cast<const char*>(status.buffer);
+    ASSERT_GE(bytes, buffers[b].data()) << "message " << i;
+    const std::size_t offset = static_cast<std::size_t>(bytes - buffers[b].data());
+    ASSERT_LE(offset + status.length, buffer_size) << "message " << i;
+    EXPECT_EQ(std::vector<char>(bytes, bytes + status.length), payloads[i]) << "message " << i;
+    spans[b].emplace_back(offset, offset + status.length);
+  }
+  EXPECT_TRUE(released[0]);
+  EXPECT_FALSE(released[1]);
+  EXPECT_GT(spans[1].size(), 0u);
+  for (auto& buffer_spans : spans) {
+    std::sort(buffer_spans.begin(), buffer_spans.end());
+    for (std::size_t k = 1; k < buffer_spans.size(); ++k) {
+      EXPECT_LE(buffer_spans[k - 1].second, buffer_spans[k].first) << "messages overlap";
+    }
+  }
+  // Released: less than min_free was left of the first buffer.
+  EXPECT_GT(spans[0].back().second, buffer_size - min_free);
 }
 
 INSTANTIATE_TEST_SUITE_P(Providers, OfiDevice, ::testing::Values("shm", "tcp;ofi_rxm"),
