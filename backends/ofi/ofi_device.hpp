@@ -49,7 +49,8 @@
 // whose send completion is the caller's write completion.
 //
 // Multi-receive buffers (post_recv_multi; supports_multi_recv only where it
-// was requested and the provider granted FI_MULTI_RECV, ofi_context.hpp):
+// was requested, the provider granted FI_MULTI_RECV (ofi_context.hpp) and
+// LCI_OFI_MULTI_RECV=1: off by default, see docs/backends/ofi.md):
 // multi_recv_min_free is the caller's value, or multi_recv_min_free_default,
 // at most max_msg_size, set with FI_OPT_MIN_MULTI_RECV right after
 // fi_enable (before it, shm of libfabric 1.17 crashes: it keeps the option
