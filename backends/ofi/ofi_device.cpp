@@ -574,12 +574,15 @@ std::size_t ofi_device_t::poll_comp(net_status_t* statuses, std::size_t statuses
   // The common poll finds nothing deferred, settled or dead: a load each.
   if (ops_.deferred_count() != 0) retry_deferred_locked();
   std::size_t count = ops_.has_settled() ? report_settled_locked(statuses, statuses_max) : 0;
-  if (dead_unreported_count_ != 0) {
-    count += report_dead_locked(statuses + count, statuses_max - count);
-  }
   bool stop = false;
   for (std::size_t reads = 0; reads < cq_reads_max && count < statuses_max && !stop; ++reads) {
     count += read_cq_locked(statuses + count, statuses_max - count, count > 0, &stop);
+  }
+  // A dead peer is reported only after a read that found the CQ empty: what
+  // it sent before it exited (the last rounds of the barrier a leaving rank
+  // runs, runtime_impl.hpp) is handed over before the news of its death.
+  if (dead_unreported_count_ != 0 && stop && count < statuses_max) {
+    count += report_dead_locked(statuses + count, statuses_max - count);
   }
   LCI_ASSERT(count <= statuses_max, "poll_comp overfilled its array");
   // Counted, not reset by completions: a dead peer must be found even while

@@ -107,7 +107,8 @@
 //                probes one more rank in turn, so a peer nobody posts to is
 //                found too. A peer found dead (by pid, or by a connection
 //                error) is reported once as a peer_down completion
-//                (backends/backend.hpp). shm does not check
+//                (backends/backend.hpp), by a poll that found the CQ empty,
+//                so that what it sent before it exited comes first. shm does not check
 //                remote keys (docs/backends/ofi.md): a bad key there stalls
 //                the endpoint instead of failing.
 //

@@ -8,13 +8,17 @@
 //
 // Non-blocking form (option comp): the rounds advance from the completion
 // of each round's receive, inside progress; the user's comp is signalled
-// once at the end. The blocking form waits on the same machinery.
+// once at the end, fatal (naming the rank) when a round failed because a
+// peer crashed. The blocking form waits on the same machinery.
+#include "lci/collective/barrier.hpp"
+
 #include <memory>
 #include <stdexcept>
+#include <string>
 
 #include "lci/api/lci_generated.hpp"
 #include "lci/comp/comp_impl.hpp"
-#include "lci/comp/counter.hpp"
+#include "lci/comp/sync.hpp"
 #include "lci/progress/progress.hpp"
 #include "lci/protocol/protocol.hpp"
 #include "lci/runtime/resolve.hpp"
@@ -50,29 +54,39 @@ class barrier_op_t final : public detail::comp_impl_t {
       // completion signalled before both posts returned cannot end the round.
       pending_.store(3, util::mo_relaxed);  // relaxed: published by the posts' handoff
       int finished = 1;  // the guard
-      detail::post_args_t send = base_;
-      send.direction = direction_t::OUT;
-      send.rank = (rank_me + distance) % rank_n;
-      send.tag = tag;
-      send.comp = this;
-      send.allow_retry = false;  // refused -> backlog, signalled when it leaves
-      if (detail::post_comm(send).is_done()) ++finished;
-      detail::post_args_t recv = base_;
-      recv.direction = direction_t::IN;
-      recv.rank = (rank_me - distance + rank_n) % rank_n;
-      recv.tag = tag;
-      recv.comp = this;
-      recv.allow_retry = false;
-      if (detail::post_comm(recv).is_done()) ++finished;
+      finished += post_side(direction_t::OUT, (rank_me + distance) % rank_n, tag);
+      finished += post_side(direction_t::IN, (rank_me - distance + rank_n) % rank_n, tag);
       // acq_rel: whoever ends the round sees every write of the round.
       if (pending_.fetch_sub(finished, util::mo_acq_rel) != finished) return;
     }
     detail::comp_impl_t* done = done_;
+    // relaxed: the last round's acq_rel decrement ordered every record.
+    const int failed_rank = failed_rank_.load(util::mo_relaxed);
     delete this;
-    if (done != nullptr) done->signal(status_t(errorcode_t::done));
+    status_t status(failed_rank < 0 ? errorcode_t::done : errorcode_t::fatal);
+    if (failed_rank >= 0) status.rank = failed_rank;
+    done->signal(status);
   }
 
-  void signal(status_t) override {
+  // Posts one side of a round: 1 when it finished at once (done, or not
+  // posted because the peer is known dead, which fails the round), else 0.
+  int post_side(direction_t direction, int rank, tag_t tag) {
+    if (base_.device->runtime()->is_peer_dead(rank)) {
+      failed_rank_.store(rank, util::mo_relaxed);  // relaxed: as in signal()
+      return 1;
+    }
+    detail::post_args_t args = base_;
+    args.direction = direction;
+    args.rank = rank;
+    args.tag = tag;
+    args.comp = this;
+    args.allow_retry = false;  // refused -> backlog, signalled when it leaves
+    return detail::post_comm(args).is_done() ? 1 : 0;
+  }
+
+  void signal(status_t status) override {
+    // relaxed: read after the last decrement below (acq_rel) by advance().
+    if (status.error == errorcode_t::fatal) failed_rank_.store(status.rank, util::mo_relaxed);
     if (pending_.fetch_sub(1, util::mo_acq_rel) == 1) advance();
   }
 
@@ -82,30 +96,57 @@ class barrier_op_t final : public detail::comp_impl_t {
   detail::comp_impl_t* const done_;
   int round_ = 0;
   util::atomic<int> pending_{0};
+  util::atomic<int> failed_rank_{-1};  // a peer whose crash failed a round
 };
 
+detail::post_args_t barrier_base(detail::device_impl_t& device,
+                                 detail::matching_engine_impl_t& matching_engine) {
+  detail::post_args_t base;
+  base.device = &device;
+  base.matching_engine = &matching_engine;
+  base.matching_policy = matching_policy_t::rank_tag;
+  return base;
+}
+
 }  // namespace
+
+namespace detail {
+
+status_t run_barrier(runtime_impl_t& rt, device_impl_t& device,
+                     matching_engine_impl_t& matching_engine) {
+  sync_impl_t finished(1);
+  (new barrier_op_t(barrier_base(device, matching_engine), rt.next_barrier_sequence(),
+                    &finished))
+      ->advance();
+  status_t status;
+  while (!finished.test(&status)) {
+    if (progress_device(device).is_retry()) rt.host().idle("barrier");
+  }
+  return status;
+}
+
+}  // namespace detail
 
 void barrier_x::call_impl(device_t device, endpoint_t endpoint, matching_engine_t matching_engine,
                           comp_semantic_t comp_semantic, comp_t comp, runtime_t runtime) const {
   (void)comp_semantic;  // empty messages: memory and network semantics agree
   detail::runtime_impl_t& rt = detail::resolve_runtime(runtime);
   if (device.is_empty() && !endpoint.is_empty()) device = device_t(endpoint.p_impl->device);
-  detail::post_args_t base;
-  base.device = &detail::resolve_device(rt, device);
-  base.matching_engine = matching_engine.is_empty() ? &rt.collective_matching_engine()
-                                                    : &detail::resolve_matching_engine(rt, matching_engine);
-  base.matching_policy = matching_policy_t::rank_tag;
-  const std::uint64_t sequence = rt.next_barrier_sequence();
+  detail::device_impl_t& device_impl = detail::resolve_device(rt, device);
+  detail::matching_engine_impl_t& engine = matching_engine.is_empty()
+                                               ? rt.collective_matching_engine()
+                                               : detail::resolve_matching_engine(rt, matching_engine);
   detail::comp_impl_t* user_comp = detail::resolve_comp(comp);
   if (user_comp != nullptr) {
-    (new barrier_op_t(base, sequence, user_comp))->advance();
+    (new barrier_op_t(barrier_base(device_impl, engine), rt.next_barrier_sequence(),
+                      user_comp))
+        ->advance();
     return;
   }
-  detail::counter_impl_t finished;
-  (new barrier_op_t(base, sequence, &finished))->advance();
-  while (finished.get() == 0) {
-    if (detail::progress_device(*base.device).is_retry()) rt.host().idle("barrier");
+  const status_t status = detail::run_barrier(rt, device_impl, engine);
+  if (status.error == errorcode_t::fatal) {
+    throw std::runtime_error("lci: barrier: rank " + std::to_string(status.rank) +
+                             " crashed before the barrier completed");
   }
 }
 

@@ -125,9 +125,11 @@ void dispatch(device_impl_t& device, const backend::net_status_t& status) {
     }
     // A dead peer (an operation's fault, or the network's own peer_down
     // report) fails everything waiting on it, and is thrown once per
-    // runtime: later faults naming it only complete their operations.
+    // runtime: later faults naming it only complete their operations. Not
+    // thrown while this rank leaves: the peer has most likely left too,
+    // and the leaving barrier tells a crash apart (runtime_impl_t::leave()).
     if (status.fault == backend::net_fault_t::peer_crashed &&
-        !device.runtime()->fail_peer(status.rank)) {
+        (!device.runtime()->fail_peer(status.rank) || device.runtime()->leaving())) {
       return;
     }
     throw std::runtime_error("lci: " + backend::describe_fault(status));

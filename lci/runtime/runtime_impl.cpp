@@ -5,6 +5,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "lci/collective/barrier.hpp"
 #include "lci/runtime/device_impl.hpp"
 #include "lci/util/assert.hpp"
 
@@ -63,6 +64,19 @@ runtime_impl_t::runtime_impl_t(const attr_runtime_t& attr, host_t& host)
           "alloc_default_device = true needs alloc_default_packet_pool = true");
     }
     default_device_ = alloc_device(get_default_attr_device(), default_packet_pool_);
+  }
+}
+
+void runtime_impl_t::leave() {
+  leaving_.store(true, util::mo_relaxed);  // relaxed: see leaving()
+  if (rank_n_ == 1 || default_device_ == nullptr) return;
+  for (int rank = 0; rank < rank_n_; ++rank) {
+    if (is_peer_dead(rank)) return;
+  }
+  const status_t status = run_barrier(*this, *default_device_, collective_matching_engine());
+  if (status.error == errorcode_t::fatal) {
+    throw std::runtime_error("lci: rank " + std::to_string(status.rank) +
+                             " crashed before it finalized (found by the finalizing barrier)");
   }
 }
 

@@ -119,6 +119,22 @@ class runtime_impl_t {
   // touches the network).
   bool is_failed(request_t* request);
 
+  // ---- leaving (docs/design/runtime.md, "Leaving") ----
+  // Collective, right before destruction (free_runtime, g_runtime_fina): a
+  // barrier on the default device, so that no rank exits while a peer may
+  // still progress and take the exit for a crash. From this call on, a
+  // peer's death is no longer thrown by progress (it has most likely left
+  // too); a peer that crashed before it entered the barrier is thrown here
+  // (std::runtime_error naming it). No barrier with one rank, without a
+  // default device, or with a peer known dead (it could not complete).
+  // Blocking: until every rank has called it (or a crash is found).
+  void leave();
+  bool leaving() const {
+    // relaxed: set and read by the leaving thread, or read by progress
+    // calls the user must not overlap with destruction.
+    return leaving_.load(util::mo_relaxed);
+  }
+
  private:
   [[noreturn]] void throw_rank_out_of_range(int rank, const char* argument) const;
   [[noreturn]] void throw_peer_crashed(int rank) const;
@@ -155,6 +171,7 @@ class runtime_impl_t {
   matching_engine_impl_t* collective_matching_engine_ = nullptr;
   // relaxed: a counter; the calls it numbers are ordered by the program.
   util::atomic<std::uint64_t> barrier_sequence_{0};
+  util::atomic<bool> leaving_{false};
 };
 
 }  // namespace lci::detail

@@ -1,6 +1,7 @@
 // The public operations on runtimes, devices, endpoints, packet pools,
 // matching engines and memory registrations (the call_impl of their
 // generated functors).
+#include <exception>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -108,14 +109,34 @@ runtime_t alloc_runtime_x::call_impl(const attr_runtime_t& attr) const {
   return runtime_t(new detail::runtime_impl_t(attr, detail::current_host()));
 }
 
+namespace {
+
+// Leaves (runtime_impl_t::leave(): a collective barrier), then destroys the
+// runtime even when leaving found a crashed peer: that error is rethrown
+// once the runtime is gone. The global slot still names the runtime while
+// it leaves.
+void leave_and_destroy(detail::runtime_impl_t* runtime) {
+  std::exception_ptr error;
+  try {
+    runtime->leave();
+  } catch (...) {
+    error = std::current_exception();
+  }
+  detail::runtime_impl_t*& global = detail::current_host().g_runtime_slot();
+  if (global == runtime) global = nullptr;
+  delete runtime;
+  if (error) std::rethrow_exception(error);
+}
+
+}  // namespace
+
 void free_runtime_x::call_impl(runtime_t* runtime) const {
   if (runtime == nullptr || runtime->p_impl == nullptr) {
     throw std::invalid_argument("free_runtime: runtime is empty (freed twice?)");
   }
-  detail::runtime_impl_t*& global = detail::current_host().g_runtime_slot();
-  if (global == runtime->p_impl) global = nullptr;
-  delete runtime->p_impl;
+  detail::runtime_impl_t* impl = runtime->p_impl;
   runtime->p_impl = nullptr;
+  leave_and_destroy(impl);
 }
 
 runtime_t g_runtime_init_x::call_impl(const attr_runtime_t& attr) const {
@@ -133,8 +154,7 @@ void g_runtime_fina_x::call_impl() const {
     throw std::logic_error("g_runtime_fina: no global runtime (g_runtime_init not called, or "
                            "already finalized)");
   }
-  delete global;
-  global = nullptr;
+  leave_and_destroy(global);
 }
 
 runtime_t get_g_runtime_x::call_impl() const {

@@ -1,0 +1,70 @@
+// Ranks that finalize and exit while the last rank still progresses: the
+// last rank must not take their exits for crashes (g_runtime_fina is
+// collective: an early rank waits in it until every rank entered it;
+// docs/design/runtime.md, "Leaving"). Run as N >= 2 real processes under
+// tools/lcirun (the real-network targets in tests/runtime/BUILD).
+//
+// Every rank exchanges one message with the last rank; then the others
+// call g_runtime_fina and exit at once, while the last rank progresses for
+// late_progress_time (long enough for their processes to be gone, and for
+// the network's peer checks, ofi: every 1024 empty polls, to look at them
+// many times over) before it finalizes too. Every rank prints
+// "rank <r>: left cleanly" after g_runtime_fina returned; a rank that
+// catches an error prints "rank <r>: error: <what>" and exits 1.
+#include <chrono>
+#include <cstdio>
+#include <exception>
+#include <stdexcept>
+#include <string>
+
+#include "lci.hpp"
+#include "tests/runtime/runtime_test_util.hpp"
+
+namespace {
+
+using lci::runtime_test::post_retrying;
+
+constexpr auto late_progress_time = std::chrono::milliseconds(300);
+constexpr lci::tag_t hello_tag = 1;
+
+void run() {
+  lci::g_runtime_init();
+  const int me = lci::get_rank_me();
+  const int last = lci::get_rank_n() - 1;
+  if (last < 1) throw std::runtime_error("needs at least 2 ranks");
+  char out = static_cast<char>(me);
+  if (me != last) {
+    lci::comp_t sync = lci::alloc_sync();
+    if (post_retrying([&] { return lci::post_send(last, &out, 1, hello_tag, sync); }).is_posted()) {
+      lci::sync_wait(sync, nullptr);
+    }
+    lci::free_comp(&sync);
+  } else {
+    for (int peer = 0; peer < last; ++peer) {
+      char in = 0;
+      lci::comp_t sync = lci::alloc_sync();
+      if (post_retrying([&] { return lci::post_recv(peer, &in, 1, hello_tag, sync); }).is_posted()) {
+        lci::sync_wait(sync, nullptr);
+      }
+      lci::free_comp(&sync);
+      if (in != static_cast<char>(peer)) throw std::runtime_error("wrong byte from a peer");
+    }
+    const auto until = std::chrono::steady_clock::now() + late_progress_time;
+    while (std::chrono::steady_clock::now() < until) (void)lci::progress();
+  }
+  lci::g_runtime_fina();
+  std::printf("rank %d: left cleanly\n", me);
+}
+
+}  // namespace
+
+int main() {
+  try {
+    run();
+  } catch (const std::exception& error) {
+    std::printf("rank %d: error: %s\n", lci::get_g_runtime().is_empty() ? -1 : lci::get_rank_me(),
+                error.what());
+    return 1;
+  }
+  return 0;
+}
