@@ -65,6 +65,10 @@ void print_usage(const char* program, bench_kind_t bench) {
       "                            the warm-up (default %s)\n"
       "  --warmup N                first warm-up rounds, doubled until the warm-up\n"
       "                            lasts a tenth of --duration (default %s)\n"
+      "  --work-send N             added work before each send: N iterations of a\n"
+      "                            dependent loop, ~5 instructions each (default 0)\n"
+      "  --work-arrival N          the same per arrived message, after the poll\n"
+      "  --work-poll N             the same before each poll\n"
       "  --csv                     machine-readable output\n",
       program,
       bench == bench_kind_t::msgrate
@@ -151,6 +155,12 @@ std::string parse_one(const std::string& arg, const char* value, options_t* opti
     options->iterations = number;
   } else if (arg == "--warmup") {
     options->warmup_iterations = number;
+  } else if (arg == "--work-send") {
+    options->work_send = number;
+  } else if (arg == "--work-arrival") {
+    options->work_arrival = number;
+  } else if (arg == "--work-poll") {
+    options->work_poll = number;
   } else {
     return "unknown argument: " + arg;
   }
@@ -224,12 +234,24 @@ struct thread_result_t {
   std::string error;
 };
 
+// Added work (options_t::work_*): a dependent chain through a volatile,
+// which the compiler can neither drop nor shorten.
+void spin(std::size_t iterations) {
+  thread_local volatile std::size_t sink = 0;
+  for (std::size_t i = 0; i < iterations; ++i) sink = sink + i;
+}
+
 // One thread's side of `rounds` rounds. The responder's receives for the
 // first round were posted before the phase started (see run_phase).
 class exchange_t {
  public:
-  exchange_t(channel_t& channel, bool initiator, const round_t& round)
-      : channel_(channel), initiator_(initiator), round_(round) {}
+  exchange_t(channel_t& channel, bool initiator, const round_t& round, const options_t& options)
+      : channel_(channel),
+        initiator_(initiator),
+        round_(round),
+        work_send_(options.work_send),
+        work_arrival_(options.work_arrival),
+        work_poll_(options.work_poll) {}
 
   void run(std::uint64_t rounds) {
     for (std::uint64_t i = 0; i < rounds; ++i) {
@@ -243,7 +265,7 @@ class exchange_t {
         send_all(round_.back_count, round_.back_size_bytes);
       }
     }
-    while (channel_.sends_pending() != 0) arrived_ += channel_.poll();
+    while (channel_.sends_pending() != 0) arrived_ += poll();
     if (arrived_ != 0) {
       throw std::runtime_error(std::to_string(arrived_) + " messages arrived beyond the rounds");
     }
@@ -252,28 +274,38 @@ class exchange_t {
  private:
   void send_all(std::size_t count, std::size_t size_bytes) {
     for (std::size_t sent = 0; sent < count;) {
+      spin(work_send_);
       if (channel_.try_send(size_bytes)) {
         ++sent;
       } else {
-        arrived_ += channel_.poll();
+        arrived_ += poll();
       }
     }
   }
   void wait_arrivals(std::size_t count) {
-    while (arrived_ < count) arrived_ += channel_.poll();
+    while (arrived_ < count) arrived_ += poll();
     arrived_ -= count;
+  }
+  std::size_t poll() {
+    spin(work_poll_);
+    const std::size_t arrived = channel_.poll();
+    spin(arrived * work_arrival_);
+    return arrived;
   }
 
   channel_t& channel_;
   const bool initiator_;
   const round_t round_;
+  const std::size_t work_send_;
+  const std::size_t work_arrival_;
+  const std::size_t work_poll_;
   std::size_t arrived_ = 0;  // arrived and not yet claimed by a wait
 };
 
 // Runs `rounds` rounds on every channel, one thread each, all starting
 // together after a barrier of the processes. Returns, per thread, when it
 // started and ended.
-std::vector<thread_result_t> run_phase(transport_t& transport,
+std::vector<thread_result_t> run_phase(transport_t& transport, const options_t& options,
                                        const std::vector<channel_t*>& channels,
                                        const round_t& round, std::uint64_t rounds) {
   const bool initiator = transport.rank_me() < transport.rank_n() / 2;
@@ -296,7 +328,7 @@ std::vector<thread_result_t> run_phase(transport_t& transport,
       while (!go.load()) std::this_thread::yield();
       if (!result.error.empty()) return;
       try {
-        exchange_t exchange(*channels[t], initiator, round);
+        exchange_t exchange(*channels[t], initiator, round, options);
         result.start_s = now_s();
         exchange.run(rounds);
         result.end_s = now_s();
@@ -337,7 +369,7 @@ double measure(transport_t& transport, const options_t& options,
   double warmup_s = 0;
   for (;;) {
     const std::vector<double> walls =
-        transport.allgather(phase_wall_s(run_phase(transport, channels, round, warmup)));
+        transport.allgather(phase_wall_s(run_phase(transport, options, channels, round, warmup)));
     warmup_s = *std::max_element(walls.begin(), walls.end());
     if (options.iterations != 0 || warmup_s >= options.duration_s / 10 ||
         warmup >= rounds_max / 2) {
@@ -351,7 +383,7 @@ double measure(transport_t& transport, const options_t& options,
     const double wanted = std::ceil(options.duration_s / std::max(pace_s, 1e-9));
     *rounds = static_cast<std::uint64_t>(std::clamp(wanted, 1.0, double(rounds_max)));
   }
-  return phase_wall_s(run_phase(transport, channels, round, *rounds));
+  return phase_wall_s(run_phase(transport, options, channels, round, *rounds));
 }
 
 void report_msgrate(transport_t& transport, const options_t& options,
@@ -367,6 +399,10 @@ void report_msgrate(transport_t& transport, const options_t& options,
   const char* const op = op_name(options);
   const char* const devices = devices_name(options.devices);
   double total = 0;
+  if (!options.csv && options.work_send + options.work_arrival + options.work_poll != 0) {
+    std::printf("added work (iterations): %zu per send, %zu per arrival, %zu per poll\n",
+                options.work_send, options.work_arrival, options.work_poll);
+  }
   if (!options.csv) {
     std::printf("%-4s %-8s %-9s %7s %6s %6s %9s %6s %14s\n", "impl", "op", "devices", "threads",
                 "size", "window", "rounds", "rank", "msgs/s");

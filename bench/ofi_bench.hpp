@@ -67,6 +67,13 @@ struct options_t {
   std::uint64_t warmup_iterations = 0;        // 0: the bench's default
   double duration_s = 0;                      // 0: the bench's default
   bool csv = false;
+  // Added work (--work-send/-arrival/-poll): iterations of a dependent loop
+  // (about 5 instructions each) before each send, per arrived message, and
+  // before each poll; to measure how sensitive an exchange is to work in
+  // each place (docs/bench_ofi.md, "Sensitivity").
+  std::size_t work_send = 0;
+  std::size_t work_arrival = 0;
+  std::size_t work_poll = 0;
 
   // The largest message a channel sends or receives.
   std::size_t message_size_max_bytes() const;

@@ -13,11 +13,15 @@
 # the raw run right after it), which such drift moves least.
 #
 # usage: ofi_compare.sh [--rounds N] [--ranks R] [--provider P] [--timeout S]
-#                       [--lcirun PATH] [--bin-dir DIR] msgrate|bandwidth
+#                       [--lcirun PATH] [--bin-dir DIR] [--lci-bin NAME]
+#                       [--lci-extra "OPTIONS"] msgrate|bandwidth
 #                       [benchmark options...]
 #   The benchmark options (ofi_msgrate --help) go to both binaries; --csv is
 #   added. Defaults: 5 rounds, 2 ranks, provider shm, 120 s per run,
 #   tools/lcirun and bazel-bin/bench (from the workspace root).
+#   --lci-bin runs another binary of DIR in the LCI slot, --lci-extra adds
+#   options to that slot only: the baseline against itself with added work,
+#   --lci-bin ofi_raw_msgrate --lci-extra "--work-send 50" (docs/bench_ofi.md).
 #   bazel run --config=ofi //bench:ofi_compare -- msgrate --op am
 # Prints each command before its rounds. Exit status: 0, 1 when a run
 # failed (its output is shown), 2 for a usage error.
@@ -29,6 +33,8 @@ provider=shm
 timeout_s=120
 lcirun=tools/lcirun
 bin_dir=bazel-bin/bench
+lci_bin_override=
+lci_extra=
 
 usage() {
   sed -n '2,/^set -u/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//' >&2
@@ -43,6 +49,8 @@ while [ $# -gt 0 ]; do
     --timeout) timeout_s=$2; shift 2 ;;
     --lcirun) lcirun=$2; shift 2 ;;
     --bin-dir) bin_dir=$2; shift 2 ;;
+    --lci-bin) lci_bin_override=$2; shift 2 ;;
+    --lci-extra) lci_extra=$2; shift 2 ;;
     -h|--help) usage ;;
     *) break ;;
   esac
@@ -59,6 +67,7 @@ case "$bench" in
     filter='$2 == "bandwidth" { print $7, $9 }' ; unit="bytes/s" ;;
   *) echo "ofi_compare: '$bench' is not msgrate or bandwidth" >&2; usage ;;
 esac
+[ -z "$lci_bin_override" ] || lci_bin=$lci_bin_override
 case "$rounds" in ''|*[!0-9]*|0) echo "ofi_compare: --rounds $rounds is not a positive count" >&2; exit 2 ;; esac
 for binary in "$bin_dir/$lci_bin" "$bin_dir/$raw_bin" "$lcirun"; do
   if [ ! -x "$binary" ]; then
@@ -84,11 +93,13 @@ run() {
   sed 's/^\[[0-9]*\] //' "$output" | awk -F, "$filter" | sed "s/^/$impl /" >>"$samples"
 }
 
-echo "LCI_ATTR_OFI_PROVIDER_NAME=$provider $lcirun -n $ranks $bin_dir/$lci_bin $* --csv"
+echo "LCI_ATTR_OFI_PROVIDER_NAME=$provider $lcirun -n $ranks $bin_dir/$lci_bin $* $lci_extra --csv"
 echo "LCI_ATTR_OFI_PROVIDER_NAME=$provider $lcirun -n $ranks $bin_dir/$raw_bin $* --csv"
 echo "rounds: $rounds, alternating (lci, raw); $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores"
 for ((round = 0; round < rounds; round++)); do
-  run lci "$bin_dir/$lci_bin" "$@"
+  # $lci_extra unquoted: split into its options.
+  # shellcheck disable=SC2086
+  run lci "$bin_dir/$lci_bin" "$@" $lci_extra
   run raw "$bin_dir/$raw_bin" "$@"
 done
 
