@@ -66,7 +66,7 @@ void print_usage(const char* program, bench_kind_t bench) {
       "  --warmup N                first warm-up rounds, doubled until the warm-up\n"
       "                            lasts a tenth of --duration (default %s)\n"
       "  --work-send N             added work before each send: N iterations of a\n"
-      "                            dependent loop, ~5 instructions each (default 0)\n"
+      "                            dependent loop, ~6 instructions each (default 0)\n"
       "  --work-arrival N          the same per arrived message, after the poll\n"
       "  --work-poll N             the same before each poll\n"
       "  --csv                     machine-readable output\n",

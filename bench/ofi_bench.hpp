@@ -68,7 +68,7 @@ struct options_t {
   double duration_s = 0;                      // 0: the bench's default
   bool csv = false;
   // Added work (--work-send/-arrival/-poll): iterations of a dependent loop
-  // (about 5 instructions each) before each send, per arrived message, and
+  // (about 6 instructions each) before each send, per arrived message, and
   // before each poll; to measure how sensitive an exchange is to work in
   // each place (docs/bench_ofi.md, "Sensitivity").
   std::size_t work_send = 0;

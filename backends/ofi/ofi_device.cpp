@@ -350,14 +350,22 @@ error_t ofi_device_t::post_recv(void* buffer, std::size_t size, net_mr_t mr,
   if (buffer == nullptr && size > 0) throw std::invalid_argument("post_recv: buffer is null");
   util::try_lock_guard_t guard(lock_);
   if (!guard.owns_lock()) return errorcode_t::retry_lock;
-  op_t* op = ops_.alloc(op_pool_t::recv);
+  op_t* op = alloc_recv_op_locked(buffer, size, user_context, false);
   if (op == nullptr) return errorcode_t::retry_nomem;
+  const long rc = fi_recv(ep_, buffer, size, mr_desc(mr), FI_ADDR_UNSPEC, &op->fi_context);
+  return finish_post_locked(op, rc, "fi_recv");
+}
+
+op_t* ofi_device_t::alloc_recv_op_locked(void* buffer, std::size_t size, void* user_context,
+                                         bool multi_recv) {
+  op_t* op = ops_.alloc(op_pool_t::recv);
+  if (op == nullptr) return nullptr;
   op->opcode = net_opcode_t::recv;
+  op->multi_recv = multi_recv;
   op->buffer = buffer;
   op->length = size;
   op->user_context = user_context;
-  const long rc = fi_recv(ep_, buffer, size, mr_desc(mr), FI_ADDR_UNSPEC, &op->fi_context);
-  return finish_post_locked(op, rc, "fi_recv");
+  return op;
 }
 
 error_t ofi_device_t::post_recv_multi(void* buffer, std::size_t size, void* user_context) {
@@ -373,13 +381,8 @@ error_t ofi_device_t::post_recv_multi(void* buffer, std::size_t size, void* user
   }
   util::try_lock_guard_t guard(lock_);
   if (!guard.owns_lock()) return errorcode_t::retry_lock;
-  op_t* op = ops_.alloc(op_pool_t::recv);
+  op_t* op = alloc_recv_op_locked(buffer, size, user_context, true);
   if (op == nullptr) return errorcode_t::retry_nomem;
-  op->opcode = net_opcode_t::recv;
-  op->multi_recv = true;
-  op->buffer = buffer;
-  op->length = size;
-  op->user_context = user_context;
   iovec iov{buffer, size};
   void* desc = nullptr;  // unregistered: FI_MR_LOCAL providers are refused (ofi_context.hpp)
   fi_msg msg{};

@@ -229,6 +229,9 @@ class ofi_device_t final : public backend::net_device_t {
   bool may_repost(const op_t& op) const;
   // Under lock_: hands a filled op to libfabric's verdict `rc`.
   [[nodiscard]] error_t finish_post_locked(op_t* op, long rc, const char* call);
+  // Under lock_: an op for a receive into `buffer` (one message, or many
+  // when multi_recv), filled in; nullptr when the table has none free.
+  op_t* alloc_recv_op_locked(void* buffer, std::size_t size, void* user_context, bool multi_recv);
   // Under lock_: a post to `rank` the provider refused with -FI_EAGAIN.
   [[nodiscard]] error_t refused_locked(int rank);
   void fail_locked(op_t* op, backend::net_fault_t fault);

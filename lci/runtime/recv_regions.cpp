@@ -10,24 +10,27 @@ recv_regions_t::recv_regions_t(std::size_t count, std::size_t region_bytes)
   for (region_t& region : regions_) region.bytes.reset(new std::byte[region_bytes]);
 }
 
-void recv_regions_t::release_arrival(const backend::net_status_t& status) {
+recv_regions_t::region_t& recv_regions_t::region_of(const backend::net_status_t& status) {
   auto* region = static_cast<region_t*>(status.user_context);
   LCI_ASSERT(region >= regions_.data() && region < regions_.data() + regions_.size(),
-             "an arrival names no receive region of this device");
+             "a completion names no receive region of this device");
+  return *region;
+}
+
+void recv_regions_t::release_arrival(const backend::net_status_t& status) {
+  region_t& region = region_of(status);
   // acq_rel: see region_t::balance. Old value 1: the release was added and
   // this was the last arrival still held.
-  if (region->balance.fetch_sub(1, util::mo_acq_rel) == 1) finish(*region);
+  if (region.balance.fetch_sub(1, util::mo_acq_rel) == 1) finish(region);
 }
 
 void recv_regions_t::release_posting(const backend::net_status_t& status) {
   LCI_ASSERT(status.buffer_released, "a region released without the network's release");
-  auto* region = static_cast<region_t*>(status.user_context);
-  LCI_ASSERT(region >= regions_.data() && region < regions_.data() + regions_.size(),
-             "a release names no receive region of this device");
+  region_t& region = region_of(status);
   const auto messages = static_cast<std::int64_t>(status.buffer_messages);
   // acq_rel: see region_t::balance. Old value -messages: every arrival was
   // handled before the release came.
-  if (region->balance.fetch_add(messages, util::mo_acq_rel) == -messages) finish(*region);
+  if (region.balance.fetch_add(messages, util::mo_acq_rel) == -messages) finish(region);
 }
 
 void recv_regions_t::finish(region_t& region) {

@@ -71,6 +71,8 @@ class recv_regions_t {
     // poster (acquire, pairing with it).
     util::atomic<bool> ready{true};
   };
+  // The region a completion's user_context names (asserted to be one).
+  region_t& region_of(const backend::net_status_t& status);
   void finish(region_t& region);
 
   const std::size_t region_bytes_;
