@@ -19,6 +19,10 @@
 // - Reliable delivery: every post that returned done/posted eventually
 //   completes (or reports a fault). Ordering between messages is NOT
 //   promised, not even between two sends to the same peer.
+// - Destroying a device loses none of its accepted "s" posts: one that
+//   returned done reaches its live target even when the device is destroyed
+//   right after it, with no poll in between (the runtime's leaving barrier
+//   ends with such a send). Posted receives are dropped.
 // - A completion carries everything the runtime needs: opcode, peer rank,
 //   length, immediate data and the user context given at post time.
 // - Fatal misuse (bad rank, size over a limit, a post after free) is thrown

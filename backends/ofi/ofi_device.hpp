@@ -116,7 +116,10 @@
 //               address vector), used, destroyed: the endpoint, CQ, AV and
 //               domain are closed in that order; posted receives are
 //               dropped, multi-receive buffers too (the caller's memory:
-//               no completion releases them). Registrations must be
+//               no completion releases them). Injects it accepted still
+//               arrive, with no wait here (the contract's rule on
+//               destruction; docs/backends/ofi.md says how each provider
+//               meets it). Registrations must be
 //               deregistered first (else the domain cannot close: reported
 //               on stderr, and it is leaked).
 #pragma once

@@ -150,6 +150,47 @@ TEST_P(BackendConformance, InjectCopiesAndCompletesSilently) {
   });
 }
 
+// Destroying a device does not lose what it accepted: post_sends that
+// returned done arrive even when the device is destroyed right after the last
+// of them, with no poll in between. More than a send queue's worth of them,
+// so that a backend which queues accepted sends behind a busy connection
+// still holds some at the close.
+TEST_P(BackendConformance, SendsAcceptedBeforeCloseArrive) {
+  constexpr std::size_t count = 3000;
+  expect_ok(GetParam(), 2, [](rank_ctx_t& ctx) {
+    const int rank = ctx.context().rank_me();
+    std::size_t size = 0;
+    if (rank == 0) {
+      {
+        endpoint_t ep(ctx);
+        size = std::min<std::size_t>(ep.attr().inject_size_max, 4096);
+        if (size == 0) return;  // the backend has no inject
+        std::vector<char> buffer(size);
+        ctx.barrier();  // rank 1's receives are posted
+        for (std::size_t seq = 0; seq < count; ++seq) {
+          const std::string text = pattern(ep.rank, seq, size);
+          std::memcpy(buffer.data(), text.data(), size);
+          const auto imm = static_cast<backend::net_imm_data_t>(ep.rank << 16 | seq);
+          const error_t error = ep.post("post_sends", [&] {
+            return ep.device().post_sends(1, buffer.data(), size, imm);
+          });
+          LCI_CONFORM(error.is_done(), "post_sends returned " << error.get_str());
+        }
+      }  // destroyed: the last post was not followed by a poll
+      ctx.barrier();
+      return;
+    }
+    endpoint_t ep(ctx);
+    size = std::min<std::size_t>(ep.attr().inject_size_max, 4096);
+    if (size == 0) return;
+    ep.post_recv_buffers(16, size);
+    ctx.barrier();
+    ep.wait_for([&] { return ep.received_count() == count; }, "the sender's messages");
+    check_received(ep.received(), 0, count, size, size);
+    ctx.barrier();
+  });
+}
+
 struct region_t {
   explicit region_t(std::size_t size) : bytes(size, '\0') {}
   std::vector<char> bytes;
