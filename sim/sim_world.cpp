@@ -70,7 +70,7 @@ void apply_world_env(world_options_t* options) {
   // Both ways: the default is on, and a test may have turned it off.
   const char* multi_recv = std::getenv("LCI_SIM_MULTI_RECV");
   if (multi_recv != nullptr && *multi_recv != '\0') {
-    options->multi_recv = env_flag_on("LCI_SIM_MULTI_RECV");
+    options->multi_recv = std::strcmp(multi_recv, "0") != 0;
   }
 }
 
