@@ -20,6 +20,8 @@ packages=(
   libpmix-dev libpmix-bin
   # launchers and MPI peers for benchmarks
   openmpi-bin libopenmpi-dev mpich libmpich-dev
+  # a private one-node Slurm for the srun launch tests (tools/slurm_local.sh)
+  slurmctld slurmd slurm-client slurm-wlm-basic-plugins munge
 )
 
 missing=()

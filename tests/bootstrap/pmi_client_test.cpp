@@ -345,6 +345,54 @@ TEST_F(PmiClient, Pmi2SpeaksFrames) {
   EXPECT_EQ(server.finish(), std::vector<std::string>{});
 }
 
+// A PMI-2 reply frame as Slurm's pmi2 plugin (22.05) sends it: the length
+// left-aligned and space-padded, where hydra right-aligns it.
+std::string slurm_frame(const std::string& body) {
+  std::string length = std::to_string(body.size());
+  length.resize(6, ' ');
+  return length + body;
+}
+
+// The conversation recorded (strace) under `srun --mpi=pmi2`: Slurm sets
+// PMI_FD, PMI_RANK, PMI_SIZE and PMI_JOBID ("<job>.<step>") but no
+// PMI_VERSION, puts rc first in every reply, and adds fields hydra lacks.
+TEST_F(PmiClient, Pmi2SpeaksSlurmsFrames) {
+  fake_pmi_server_t server({
+      {step_t::line, "cmd=init pmi_version=2 pmi_subversion=0",
+       "cmd=response_to_init rc=0 pmi_version=2 pmi_subversion=0\n"},
+      {step_t::frame, "cmd=fullinit;pmijobid=8.0;pmirank=1;threaded=FALSE;",
+       slurm_frame("cmd=fullinit-response;rc=0;pmi-version=2;"
+                   "pmi-subversion=0;rank=1;size=2;appnum=-1;"
+                   "debugged=FALSE;pmiverbose=FALSE;")},
+      {step_t::frame, "cmd=kvs-put;key=addr-1-0;value=1.7f;",
+       slurm_frame("cmd=kvs-put-response;rc=0;")},
+      {step_t::frame, "cmd=kvs-fence;",
+       slurm_frame("cmd=kvs-fence-response;rc=0;")},
+      {step_t::frame, "cmd=kvs-get;key=addr-0-0;",
+       slurm_frame("cmd=kvs-get-response;rc=0;found=TRUE;value=1.41;")},
+      {step_t::frame, "cmd=kvs-get;key=gone-0-0;",
+       slurm_frame("cmd=kvs-get-response;rc=0;found=FALSE;")},
+      {step_t::frame, "cmd=finalize;",
+       slurm_frame("cmd=finalize-response;rc=0;")},
+  });
+  set_pmi(server, 1, 2);
+  set("PMI_JOBID", "8.0");
+  {
+    const auto bootstrap = bs::open_bootstrap();
+    EXPECT_EQ(bootstrap->kind(), bs::bootstrap_kind_t::pmi2);
+    EXPECT_EQ(bootstrap->rank_me(), 1);
+    EXPECT_EQ(bootstrap->rank_n(), 2);
+    const std::byte value[] = {std::byte{0x7f}};
+    bootstrap->put("addr", value, sizeof(value));
+    bootstrap->fence();
+    EXPECT_EQ(bootstrap->get(0, "addr"),
+              std::vector<std::byte>{std::byte{0x41}});
+    expect_error([&] { bootstrap->get(0, "gone"); },
+                 {"bootstrap pmi2: rank 0 put no value under key 'gone'"});
+  }
+  EXPECT_EQ(server.finish(), std::vector<std::string>{});
+}
+
 TEST_F(PmiClient, Pmi2HintFallsBackToPmi1WhenRefused) {
   fake_pmi_server_t server({pmi2_init_refused, pmi1_init, pmi1_maxes(64, 1024),
                             pmi1_kvsname, pmi1_finalize});
