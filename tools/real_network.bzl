@@ -22,6 +22,8 @@ two shm jobs at once on this machine made devices fail to open
 (fi_enable: EBUSY, libfabric 1.17), one alone never did.
 """
 
+load("//config:optional.bzl", "only_with")
+
 PROVIDERS = {
     "shm": "shm",
     "tcp": "tcp;ofi_rxm",
@@ -85,10 +87,7 @@ def real_network_tests(
                 program,
                 "//tools:lcirun",
             ],
-            target_compatible_with = select({
-                "//config:ofi_enabled": [],
-                "//conditions:default": ["//config:not_compiled_in"],
-            }),
+            target_compatible_with = only_with("//config:ofi_enabled"),
             env = env,
             tags = ["real_network"] + tags + (["exclusive"] if provider == "shm" else []),
         )
