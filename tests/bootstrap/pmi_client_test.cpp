@@ -310,6 +310,20 @@ const step_t pmi2_init_refused = {step_t::line,
                                   "cmd=response_to_init pmi_version=1 "
                                   "pmi_subversion=1 rc=-1\n"};
 
+// Rank 1 of 2 over PMI-2, as the scripted servers below expect: puts 0x7f
+// under "addr", fences, reads rank 0's 0x41, and finds no "gone".
+void expect_pmi2_rank_1_of_2_exchange(bs::bootstrap_t& bootstrap) {
+  EXPECT_EQ(bootstrap.kind(), bs::bootstrap_kind_t::pmi2);
+  EXPECT_EQ(bootstrap.rank_me(), 1);
+  EXPECT_EQ(bootstrap.rank_n(), 2);
+  const std::byte value[] = {std::byte{0x7f}};
+  bootstrap.put("addr", value, sizeof(value));
+  bootstrap.fence();
+  EXPECT_EQ(bootstrap.get(0, "addr"), std::vector<std::byte>{std::byte{0x41}});
+  expect_error([&] { bootstrap.get(0, "gone"); },
+               {"bootstrap pmi2: rank 0 put no value under key 'gone'"});
+}
+
 TEST_F(PmiClient, Pmi2SpeaksFrames) {
   fake_pmi_server_t server({
       pmi2_init,
@@ -330,16 +344,7 @@ TEST_F(PmiClient, Pmi2SpeaksFrames) {
   set("PMI_JOBID", "job-3");  // a PMI-2 launcher's hint
   {
     const auto bootstrap = bs::open_bootstrap();
-    EXPECT_EQ(bootstrap->kind(), bs::bootstrap_kind_t::pmi2);
-    EXPECT_EQ(bootstrap->rank_me(), 1);
-    EXPECT_EQ(bootstrap->rank_n(), 2);
-    const std::byte value[] = {std::byte{0x7f}};
-    bootstrap->put("addr", value, sizeof(value));
-    bootstrap->fence();
-    EXPECT_EQ(bootstrap->get(0, "addr"),
-              std::vector<std::byte>{std::byte{0x41}});
-    expect_error([&] { bootstrap->get(0, "gone"); },
-                 {"bootstrap pmi2: rank 0 put no value under key 'gone'"});
+    expect_pmi2_rank_1_of_2_exchange(*bootstrap);
     bootstrap->barrier();
   }
   EXPECT_EQ(server.finish(), std::vector<std::string>{});
@@ -379,16 +384,7 @@ TEST_F(PmiClient, Pmi2SpeaksSlurmsFrames) {
   set("PMI_JOBID", "8.0");
   {
     const auto bootstrap = bs::open_bootstrap();
-    EXPECT_EQ(bootstrap->kind(), bs::bootstrap_kind_t::pmi2);
-    EXPECT_EQ(bootstrap->rank_me(), 1);
-    EXPECT_EQ(bootstrap->rank_n(), 2);
-    const std::byte value[] = {std::byte{0x7f}};
-    bootstrap->put("addr", value, sizeof(value));
-    bootstrap->fence();
-    EXPECT_EQ(bootstrap->get(0, "addr"),
-              std::vector<std::byte>{std::byte{0x41}});
-    expect_error([&] { bootstrap->get(0, "gone"); },
-                 {"bootstrap pmi2: rank 0 put no value under key 'gone'"});
+    expect_pmi2_rank_1_of_2_exchange(*bootstrap);
   }
   EXPECT_EQ(server.finish(), std::vector<std::string>{});
 }
