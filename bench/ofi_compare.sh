@@ -14,7 +14,7 @@
 #
 # usage: ofi_compare.sh [--rounds N] [--ranks R] [--provider P] [--timeout S]
 #                       [--lcirun PATH] [--bin-dir DIR] [--lci-bin NAME]
-#                       [--lci-extra "OPTIONS"] msgrate|bandwidth
+#                       [--lci-extra "OPTIONS"] [--base-bin NAME] msgrate|bandwidth
 #                       [benchmark options...]
 #   The benchmark options (ofi_msgrate --help) go to both binaries; --csv is
 #   added. Defaults: 5 rounds, 2 ranks, provider shm, 120 s per run,
@@ -22,6 +22,11 @@
 #   --lci-bin runs another binary of DIR in the LCI slot, --lci-extra adds
 #   options to that slot only: the baseline against itself with added work,
 #   --lci-bin ofi_raw_msgrate --lci-extra "--work-send 50" (docs/bench_ofi.md).
+#   --base-bin runs another binary of DIR in the baseline slot. With
+#   ofi_backend_msgrate (LCI's ofi backend, no runtime) in one slot or the
+#   other, the ratio is what the backend or the runtime costs:
+#   --lci-bin ofi_backend_msgrate (backend / raw), --base-bin
+#   ofi_backend_msgrate (LCI / backend); docs/bench_ofi.md, "Layers".
 #   bazel run --config=ofi //bench:ofi_compare -- msgrate --op am
 # Prints each command before its rounds. Exit status: 0, 1 when a run
 # failed (its output is shown), 2 for a usage error.
@@ -35,6 +40,7 @@ lcirun=tools/lcirun
 bin_dir=bazel-bin/bench
 lci_bin_override=
 lci_extra=
+base_bin_override=
 
 usage() {
   sed -n '2,/^set -u/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//' >&2
@@ -51,6 +57,7 @@ while [ $# -gt 0 ]; do
     --bin-dir) bin_dir=$2; shift 2 ;;
     --lci-bin) lci_bin_override=$2; shift 2 ;;
     --lci-extra) lci_extra=$2; shift 2 ;;
+    --base-bin) base_bin_override=$2; shift 2 ;;
     -h|--help) usage ;;
     *) break ;;
   esac
@@ -68,6 +75,7 @@ case "$bench" in
   *) echo "ofi_compare: '$bench' is not msgrate or bandwidth" >&2; usage ;;
 esac
 [ -z "$lci_bin_override" ] || lci_bin=$lci_bin_override
+[ -z "$base_bin_override" ] || raw_bin=$base_bin_override
 case "$rounds" in ''|*[!0-9]*|0) echo "ofi_compare: --rounds $rounds is not a positive count" >&2; exit 2 ;; esac
 for binary in "$bin_dir/$lci_bin" "$bin_dir/$raw_bin" "$lcirun"; do
   if [ ! -x "$binary" ]; then

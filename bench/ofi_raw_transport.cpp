@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/bootstrap_allgather.hpp"
 #include "lci/bootstrap/bootstrap.hpp"
 #include "lci/util/spinlock.hpp"
 
@@ -308,16 +309,8 @@ class raw_transport_t final : public transport_t {
   void barrier() override { bootstrap_->barrier(); }
 
   std::vector<double> allgather(double value) override {
-    const std::string key = "raw_allgather_" + std::to_string(allgathers_++);
-    bootstrap_->put(key, &value, sizeof(value));
-    bootstrap_->fence();
-    std::vector<double> values(static_cast<std::size_t>(rank_n()));
-    for (int rank = 0; rank < rank_n(); ++rank) {
-      const std::vector<std::byte> bytes = bootstrap_->get(rank, key);
-      if (bytes.size() != sizeof(double)) fail("allgather", "a value of the wrong size");
-      std::memcpy(&values[rank], bytes.data(), sizeof(double));
-    }
-    return values;
+    return allgather_by_bootstrap(*bootstrap_, "raw_allgather_" + std::to_string(allgathers_++),
+                                  value);
   }
 
  private:
