@@ -577,20 +577,30 @@ std::size_t ofi_device_t::poll_comp(net_status_t* statuses, std::size_t statuses
   // The common poll finds nothing deferred, settled or dead: a load each.
   if (ops_.deferred_count() != 0) retry_deferred_locked();
   std::size_t count = ops_.has_settled() ? report_settled_locked(statuses, statuses_max) : 0;
+  // A dead peer is reported only after what it sent before it exited (the
+  // last rounds of the barrier a leaving rank runs, runtime_impl.hpp) is
+  // handed over: after a read that found the CQ empty (below), or, on a CQ
+  // that other peers keep full, once several times its depth has been read
+  // since the death was found (here, before this poll's reads, which could
+  // otherwise fill every status).
+  if (dead_unreported_count_ != 0 && dead_report_due_locked()) {
+    count += report_dead_locked(statuses + count, statuses_max - count);
+  }
   bool stop = false;
   for (std::size_t reads = 0; reads < cq_reads_max && count < statuses_max && !stop; ++reads) {
     count += read_cq_locked(statuses + count, statuses_max - count, count > 0, &stop);
   }
-  // A dead peer is reported only after a read that found the CQ empty: what
-  // it sent before it exited (the last rounds of the barrier a leaving rank
-  // runs, runtime_impl.hpp) is handed over before the news of its death.
   if (dead_unreported_count_ != 0 && stop && count < statuses_max) {
     count += report_dead_locked(statuses + count, statuses_max - count);
   }
   LCI_ASSERT(count <= statuses_max, "poll_comp overfilled its array");
-  // Counted, not reset by completions: a dead peer must be found even while
-  // other peers keep this device busy.
-  if (count == 0) note_idle_locked(-1);
+  // Idle and busy polls both lead to liveness checks: a dead peer must be
+  // found even while other peers keep this device busy.
+  if (count == 0) {
+    note_idle_locked(-1);
+  } else {
+    note_busy_poll_locked();
+  }
   return count;
 }
 
@@ -625,6 +635,7 @@ std::size_t ofi_device_t::read_cq_locked(net_status_t* statuses, std::size_t sta
   fi_addr_t sources[cq_batch_max];
   const std::size_t wanted = std::min(statuses_max, cq_batch_max);
   const long read = fi_cq_readfrom(cq_, entries, wanted, sources);
+  if (read > 0) cq_entries_read_ += static_cast<std::uint64_t>(read);
   if (read == -FI_EAGAIN) {
     *stop = true;
     return 0;
@@ -910,10 +921,29 @@ void ofi_device_t::note_idle_locked(int rank) {
   check_peers_locked();
 }
 
+void ofi_device_t::note_busy_poll_locked() {
+  ++busy_polls_;
+  if (busy_polls_ % peer_check_busy_polls != 0) return;
+  const auto now = std::chrono::steady_clock::now();
+  if (now - busy_check_last_ < peer_check_busy_interval) return;
+  busy_check_last_ = now;
+  check_peers_locked();
+}
+
 void ofi_device_t::mark_dead_locked(int rank) {
   if (dead_[rank] != 0) return;
   dead_[rank] = dead_found;
   ++dead_unreported_count_;
+  cq_entries_read_at_death_ = cq_entries_read_;
+}
+
+bool ofi_device_t::dead_report_due_locked() const {
+  // The CQ never holds more than its depth (net_max_cqes covers every
+  // operation in flight), except with multi-receive buffers, whose excess
+  // completions libfabric's util CQ keeps in an overflow list
+  // (docs/backends/ofi.md): hence a margin of several depths.
+  return cq_entries_read_ - cq_entries_read_at_death_ >=
+         dead_report_cq_depths * static_cast<std::uint64_t>(attr_.net_max_cqes);
 }
 
 // One peer_down completion per dead rank (backends/backend.hpp).

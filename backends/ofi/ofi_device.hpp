@@ -101,14 +101,19 @@
 //                connection on one protection fault. A peer on this host
 //                whose process has exited is found by pid (checked once
 //                every peer_check_idle_turns polls that find nothing or
-//                posts refused with -FI_EAGAIN): its operations in flight
+//                posts refused with -FI_EAGAIN, and every
+//                peer_check_busy_interval while polls find completions): its
+//                operations in flight
 //                fail with peer_crashed, and later posts to it fail the same
 //                way at once, so nothing waits forever. Each check also
 //                probes one more rank in turn, so a peer nobody posts to is
 //                found too. A peer found dead (by pid, or by a connection
 //                error) is reported once as a peer_down completion
 //                (backends/backend.hpp), by a poll that found the CQ empty,
-//                so that what it sent before it exited comes first. shm does not check
+//                so that what it sent before it exited comes first; on a CQ
+//                that other peers keep from emptying, once
+//                dead_report_cq_depths times its depth was read since the
+//                death was found. shm does not check
 //                remote keys (docs/backends/ofi.md): a bad key there stalls
 //                the endpoint instead of failing.
 //
@@ -124,6 +129,7 @@
 //               on stderr, and it is leaked).
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -156,6 +162,16 @@ inline constexpr std::size_t multi_recv_min_free_default = 8192;
 // Empty polls (and refused posts) between two liveness checks of the peers
 // with operations in flight.
 inline constexpr std::size_t peer_check_idle_turns = 1024;
+// While other peers keep the device busy (polls find completions), the
+// peers are checked too, at most once per peer_check_busy_interval (a check
+// makes a kill(2) per rank with operations in flight), the clock being read
+// once every peer_check_busy_polls such polls.
+inline constexpr std::size_t peer_check_busy_polls = 256;
+inline constexpr std::chrono::milliseconds peer_check_busy_interval{50};
+// A dead peer is reported after a read that found the CQ empty, or, while
+// other peers keep it from emptying, once this many times the CQ's depth
+// has been read since the death was found (see poll_comp).
+inline constexpr std::size_t dead_report_cq_depths = 4;
 // Tagged receives every device keeps posted for notices (more notices wait
 // in the provider until the device polls).
 inline constexpr std::size_t notices_max = 64;
@@ -260,9 +276,13 @@ class ofi_device_t final : public backend::net_device_t {
   void retry_deferred_locked();
   bool translate_error_locked(backend::net_status_t* status);
   void note_idle_locked(int rank);
+  void note_busy_poll_locked();
   void check_peers_locked();
   void mark_dead_locked(int rank);
   std::size_t report_dead_locked(backend::net_status_t* statuses, std::size_t statuses_max);
+  // Whether enough of the CQ has been read since a peer was last found dead
+  // that everything it held then has been handed over.
+  bool dead_report_due_locked() const;
   std::uint64_t remote_address(backend::net_rmr_t rmr, std::uint64_t offset) const;
   // Sets FI_OPT_MIN_MULTI_RECV on the enabled endpoint, or turns
   // supports_multi_recv off where the provider lacks the option.
@@ -296,6 +316,12 @@ class ofi_device_t final : public backend::net_device_t {
   std::size_t dead_unreported_count_ = 0;  // under lock_: ranks at dead_found
   int probe_next_rank_ = 0;                // under lock_: check_peers_locked's turn
   std::size_t idle_turns_ = 0;          // under lock_: empty polls + refused posts
+  std::size_t busy_polls_ = 0;          // under lock_: polls that found completions
+  std::chrono::steady_clock::time_point busy_check_last_{};  // under lock_
+  // under lock_: CQ entries read since the device was created, and that
+  // count when a peer was last found dead (dead_report_due_locked()).
+  std::uint64_t cq_entries_read_ = 0;
+  std::uint64_t cq_entries_read_at_death_ = 0;
   std::vector<unsigned char> checked_;  // under lock_: scratch of check_peers_locked
   // Next key for registrations when the application picks keys (no
   // FI_MR_PROV_KEY); keys are never reused, so a stale key never names a
