@@ -105,8 +105,10 @@ class backend_channel_t final : public channel_t {
   }
 
   void expect(std::size_t /*count*/, std::size_t size_bytes) override {
-    // relaxed: read by the polling thread, which meets this write through
-    // the partner's messages (sent only after this announcement).
+    // relaxed: the reader is whichever thread polls the device, ordered
+    // after this store only through the network (the partner sends after
+    // the announcement), which C++ does not see; msgrate announces one
+    // size for the whole run, so a stale read still checks the right size.
     expected_size_bytes_.store(size_bytes, std::memory_order_relaxed);
   }
 
