@@ -153,6 +153,11 @@ struct net_device_attr_t {
   std::size_t net_max_sends = 0;     // send queue depth (retry beyond it)
   std::size_t net_max_recvs = 0;     // posted receive buffers
   std::size_t net_max_cqes = 0;      // completion queue depth
+  // Memory registrations a device holds at once (register_memory is
+  // retry_nomem beyond it); 0: no limit the backend knows of. Resolved only:
+  // the protocol reserves part of it for what finishes without a peer
+  // (docs/design/runtime.md, "Registrations").
+  std::size_t registrations_max = 0;
   // post_recv_multi works (libfabric's FI_MULTI_RECV). Requested: the caller
   // wants it; resolved: whether the device offers it (false: only post_recv).
   bool supports_multi_recv = false;

@@ -41,6 +41,7 @@ std::unique_ptr<backend::net_device_t> sim_context_t::alloc_device(
       pick(requested.inject_size_max, options.inject_size_max, options.inject_size_max);
   attr.supports_put_imm = true;
   attr.requires_local_mr = options.requires_local_mr;
+  attr.registrations_max = options.registrations_max;
   attr.net_max_sends = pick(requested.net_max_sends, options.net_max_sends, queue_depth_max);
   attr.net_max_recvs = pick(requested.net_max_recvs, options.net_max_recvs, queue_depth_max);
   attr.net_max_cqes = pick(requested.net_max_cqes, options.net_max_cqes, queue_depth_max);

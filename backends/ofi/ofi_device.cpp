@@ -662,9 +662,15 @@ std::size_t ofi_device_t::read_cq_locked(net_status_t* statuses, std::size_t sta
 bool ofi_device_t::translate_locked(const void* raw_entry, std::uint64_t source,
                                     net_status_t* status) {
   const auto& entry = *static_cast<const fi_cq_data_entry*>(raw_entry);
-  if (entry.op_context == nullptr) {
-    // No operation of ours: the target side of a put-with-immediate, or an
-    // event with nothing to report.
+  // The target side of an RMA is no operation of ours, whatever op_context
+  // says: fi_cq(3) has it NULL there, but shm of libfabric 1.17 sometimes
+  // hands a remote write's completion a non-null context (0x1 was seen,
+  // after a few hundred 64 KiB writes with CQ data), so it is told by its
+  // flags before the context is looked at.
+  const std::uint64_t remote_rma = FI_REMOTE_WRITE | FI_REMOTE_READ;
+  if ((entry.flags & remote_rma) != 0 || entry.op_context == nullptr) {
+    // The target side of a put-with-immediate, or an event with nothing to
+    // report.
     const std::uint64_t remote_data = FI_REMOTE_WRITE | FI_REMOTE_CQ_DATA;
     if ((entry.flags & remote_data) != remote_data) return false;
     *status = net_status_t{};

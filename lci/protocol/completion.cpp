@@ -51,7 +51,7 @@ void throw_unregistered_rcomp(const char* what, int rank, rcomp_t rcomp,
 
 void complete_request(request_t* request, errorcode_t code) {
   device_impl_t& device = *request->device;
-  if (!request->owned_mr.is_empty()) device.net().deregister_memory(&request->owned_mr);
+  device.release_owned_mr(request);
   if (request->packet != nullptr) device.packet_pool()->pool.put(request->packet);
   comp_impl_t* comp = request->comp;
   status_t status = request->status;

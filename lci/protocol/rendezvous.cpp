@@ -16,20 +16,15 @@ namespace lci::detail {
 
 status_t post_rts(const post_args_t& args, bool is_am) {
   device_impl_t& device = *args.device;
+  // The send buffer is registered when the RTR arrives (handle_rtr), not
+  // here: a send waiting for its RTR would otherwise hold a registration
+  // that only the peer's progress frees (docs/design/runtime.md,
+  // "Registrations").
   request_t* request = new_request(args, request_kind_t::send_rdv);
-  if (request->mr.is_empty() && device.net().attr().requires_local_mr) {
-    const error_t error = device.net().register_memory(args.buffer, args.size, &request->owned_mr);
-    if (!error.is_done()) {
-      delete request;
-      return status_t(error);
-    }
-    request->mr = request->owned_mr;
-  }
   runtime_impl_t& runtime = *device.runtime();
   // Between its RTS and the RTR only the peer holds the request: watched, so
   // that the peer's crash fails it.
   if (!runtime.watch(request)) {
-    if (!request->owned_mr.is_empty()) device.net().deregister_memory(&request->owned_mr);
     delete request;
     runtime.check_peer_alive(args.rank);  // throws: it died since check_args
   }
@@ -49,7 +44,6 @@ status_t post_rts(const post_args_t& args, bool is_am) {
   if (!error.is_done() && !error.is_posted()) {
     // A crash that failed it meanwhile has signalled its comp: posted.
     if (!runtime.unwatch(request)) return status_t(errorcode_t::posted);
-    if (!request->owned_mr.is_empty()) device.net().deregister_memory(&request->owned_mr);
     delete request;
     return status_t(error);
   }
@@ -108,9 +102,16 @@ void start_rtr(device_impl_t& device, request_t* recv, const rts_t& rts) {
     // A crash failed it while this step waited: the buffer may be gone.
     if (d.runtime()->is_failed(recv)) return errorcode_t::done;
     if (recv->mr.is_empty()) {
+      // Held until the data lands, which only the sender's progress brings
+      // about: from the receives' share, so that the sender's own write
+      // always finds one here when this rank is the sender of another.
+      if (!d.take_rdv_recv_registration()) return errorcode_t::retry_nomem;
       const error_t error =
           d.net().register_memory(recv->status.buffer, recv->capacity, &recv->owned_mr);
-      if (!error.is_done()) return error;
+      if (!error.is_done()) {
+        d.return_rdv_recv_registration();  // nothing was registered
+        return error;
+      }
       recv->mr = recv->owned_mr;
     }
     if (recv->rdv_id == rdv_id_none) recv->rdv_id = d.rdv_table().add(recv);
@@ -159,6 +160,13 @@ void handle_rtr(device_impl_t& device, int rank, const rtr_t& rtr) {
   const std::uint32_t rdv_id = rtr.rdv_id;
   (void)device.run_or_backlog([device_ptr, send, rank, rmr, size, rdv_id, with_imm]() -> error_t {
     backend::net_device_t& net = device_ptr->net();
+    // Registered only now (see post_rts); held until the write completes,
+    // which needs no peer's progress. Kept across a refused write.
+    if (send->mr.is_empty() && net.attr().requires_local_mr) {
+      const error_t error = net.register_memory(send->status.buffer, size, &send->owned_mr);
+      if (!error.is_done()) return error;
+      send->mr = send->owned_mr;
+    }
     if (with_imm) {
       return net.post_putImm(rank, send->status.buffer, size, send->mr, 0, rmr,
                              protocol::make_imm(protocol::msg_type_t::rdv_data, rdv_id), send);
