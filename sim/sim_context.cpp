@@ -34,6 +34,7 @@ std::unique_ptr<backend::net_device_t> sim_context_t::alloc_device(
     const backend::net_device_attr_t& requested) {
   scheduler_t::wait("net alloc_device");  // a scheduling point, outside the lock
   if (world_.is_crashed(rank_)) throw rank_crashed_t(rank_);
+  if (world_.run_aborted()) throw run_aborted_t();
   const world_options_t& options = world_.options();
   backend::net_device_attr_t attr;
   attr.max_msg_size = pick(requested.max_msg_size, options.max_msg_size, options.max_msg_size);
@@ -62,7 +63,7 @@ std::unique_ptr<backend::net_device_t> sim_context_t::alloc_device(
                             std::to_string(index) + " devices (devices_per_rank_max)");
   }
   detail::port_t* port = world_.open_port(rank_, index, attr);
-  if (world_.scheduler() != nullptr) world_.scheduler()->note_progress();
+  world_.note_progress();
   return std::make_unique<sim_device_t>(world_, port);
 }
 

@@ -43,19 +43,25 @@ sim_device_t::~sim_device_t() { world_.close_port(port_); }
 
 inline void sim_device_t::begin_call() {
   if (world_.is_crashed(port_->rank)) throw rank_crashed_t(port_->rank);
+  if (world_.run_aborted()) throw run_aborted_t();
 }
 
-// The call's scheduling point, after it and outside any lock: a retry changed
-// nothing (a wait); anything else is progress. A no-op outside a simulation.
+// The end of a call, after it and outside any lock: deterministic mode's
+// scheduling point (a call that changed nothing is a wait, anything else
+// progress); concurrent mode: a call that changed nothing is the rank's
+// last quiet call (reports).
+inline void sim_device_t::call_done(const char* what, bool changed) {
+  if (!changed) world_.note_quiet_call(port_->rank, what);
+  scheduler_t::call_point(what, changed);
+}
+
+// A post, post_recv or registration: a retry changed nothing.
 error_t sim_device_t::end_call(const char* what, error_t error) {
-  scheduler_t::call_point(what, !error.is_retry());
+  call_done(what, !error.is_retry());
   return error;
 }
 
-void sim_device_t::note_progress() {
-  scheduler_t* scheduler = world_.scheduler();
-  if (scheduler != nullptr) scheduler->note_progress();
-}
+void sim_device_t::note_progress() { world_.note_progress(); }
 
 // Under the port lock.
 inline bool sim_device_t::draw(fault_kind_t kind) {
@@ -315,7 +321,10 @@ std::size_t sim_device_t::poll_comp(net_status_t* statuses, std::size_t statuses
   const std::size_t count = poll_locked(statuses, statuses_max, &crash, &pump);
   if (crash) crash_self();
   const bool delivered = pump && world_.pump_waiting(port_);
-  scheduler_t::call_point("net poll_comp", count > 0 || delivered);
+  // A delivery counted itself (at its initiator); completions handed to
+  // the caller are progress of their own.
+  if (count > 0) world_.count_progress();
+  call_done("net poll_comp", count > 0 || delivered);
   return count;
 }
 

@@ -37,7 +37,14 @@
 // later wait there (reported as leftovers by world_t::describe_leftovers()).
 // A crashed rank's calls throw rank_crashed_t; every other rank's devices
 // report it once (a peer_down completion, ahead of the queued ones, taking
-// no completion-queue slot) at their next poll_comp.
+// no completion-queue slot) at their next poll_comp. Once the run was
+// stopped (world_t::abort_run(), concurrent mode) every call that begins an
+// operation, polls or registers throws run_aborted_t.
+//
+// Concurrent mode has no scheduling points; instead a call that changed
+// nothing names itself as the rank's last quiet call (reports), and a
+// poll_comp that returned completions is a progress event for the
+// harness's watchdog (world_t::progress_count()).
 #pragma once
 
 #include <cstddef>
@@ -95,6 +102,7 @@ class sim_device_t final : public backend::net_device_t {
 
   void begin_call();
   [[nodiscard]] error_t end_call(const char* what, error_t error);
+  void call_done(const char* what, bool changed);
   [[nodiscard]] error_t post_recv_slot(const char* what, const detail::recv_slot_t& slot);
   error_t post_recv_locked(const detail::recv_slot_t& slot, bool* crash, bool* pump);
   error_t register_locked(void* address, std::size_t size, backend::net_mr_t* mr);

@@ -1,11 +1,15 @@
 #include "sim/sim_harness.hpp"
 
+#include <algorithm>
 #include <array>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <memory>
+#include <mutex>
 #include <stdexcept>
 #include <thread>
 
@@ -14,6 +18,7 @@
 #include "sim/sim_context.hpp"
 #include "sim/sim_process.hpp"
 #include "sim/sim_rank_host.hpp"
+#include "sim/sim_seed.hpp"
 
 namespace lci::sim {
 
@@ -21,10 +26,18 @@ namespace {
 
 using row_t = std::array<std::byte, allgather_bytes_max>;
 
-class run_timeout_t : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
+// The watchdog looks at the progress count this often: an eighth of the
+// quiet time (it fires between quiet and 9/8 quiet after the last
+// progress), within these bounds.
+constexpr std::chrono::milliseconds watchdog_period_min{1};
+constexpr std::chrono::milliseconds watchdog_period_max{250};
+
+// Deterministic and concurrent failure reports alike end with every rank's
+// network state, photographed when the run stopped (world_t::describe_ranks()).
+std::string with_network_state(const std::string& verdict, const std::string& world_state) {
+  LCI_ASSERT(!verdict.empty(), "a failure report needs its verdict");
+  return verdict + "  network state per rank:\n" + world_state;
+}
 
 }  // namespace
 
@@ -51,20 +64,43 @@ struct harness_state_t {
     arrived.assign(arrived.size(), 0);
     arrived_count = 0;
     ++generation;
-    if (world.scheduler() != nullptr) world.scheduler()->note_progress();
+    world.note_progress();
   }
 
-  void record_failure(const std::string& message) {
-    util::spinlock_guard_t guard(failure_lock);
-    if (failure.empty()) failure = message;
+  // Concurrent mode: the first failure stops the run (world_t::abort_run(),
+  // as a failed fiber ends a deterministic run); later ones (ranks
+  // unwinding, a watchdog racing a throw) are dropped. The world is
+  // photographed first, while the ranks still stand where it found them.
+  void stop_run(run_result_t::kind_t kind, const std::string& message) {
+    LCI_ASSERT(world.mode() == world_mode_t::concurrent, "stop_run() in deterministic mode");
+    LCI_ASSERT(kind != run_result_t::kind_t::finished, "stop_run() needs a failure");
+    std::string snapshot = world.describe_ranks();
+    {
+      util::spinlock_guard_t guard(failure_lock);
+      if (!failure.empty()) return;
+      failure = message;
+      failure_kind = kind;
+      world_snapshot = std::move(snapshot);
+    }
+    world.abort_run();
+  }
+
+  // Concurrent mode: a rank thread returned (normally or not).
+  void rank_returned() {
+    world.note_progress();
+    {
+      std::lock_guard<std::mutex> guard(threads_lock);
+      LCI_ASSERT(ranks_running > 0, "more ranks returned than ran");
+      --ranks_running;
+    }
+    ranks_returned.notify_all();
   }
 
   const run_options_t options;
   world_t world;
   std::vector<std::unique_ptr<sim_context_t>> contexts;
   std::vector<std::unique_ptr<rank_host_t>> hosts;  // LCI runtimes of rank r live on hosts[r]
-  std::chrono::steady_clock::time_point deadline;  // concurrent mode
-  std::string world_snapshot;  // deterministic: the world when the run stopped
+  std::string world_snapshot;  // the world when the run stopped (failure_lock in concurrent mode)
 
   util::spinlock_t barrier_lock;
   std::uint64_t generation = 0;
@@ -74,14 +110,41 @@ struct harness_state_t {
   std::vector<row_t> published;
 
   util::spinlock_t failure_lock;
-  std::string failure;  // the first failure (concurrent mode, or a thread)
+  std::string failure;  // concurrent mode: the first failure (stop_run)
+  run_result_t::kind_t failure_kind = run_result_t::kind_t::finished;
+
+  // Concurrent mode: rank threads still running; the watchdog sleeps on
+  // ranks_returned between its looks.
+  std::mutex threads_lock;
+  std::condition_variable ranks_returned;
+  int ranks_running = 0;  // under threads_lock
 };
+
+namespace {
+
+// LCI_SIM_WATCHDOG_MS, or `fallback` when it is unset or empty.
+std::uint64_t watchdog_quiet_ms_from_env(std::uint64_t fallback) {
+  const char* text = std::getenv(watchdog_env_name);
+  if (text == nullptr || *text == '\0') return fallback;
+  char* end = nullptr;
+  const unsigned long long value = std::strtoull(text, &end, 10);
+  if (*end != '\0' || *text < '0' || *text > '9' || value > watchdog_quiet_ms_max) {
+    throw std::invalid_argument(std::string(watchdog_env_name) + "=\"" + text +
+                                "\": not a count of milliseconds up to " +
+                                std::to_string(watchdog_quiet_ms_max) +
+                                " (0 turns the watchdog off)");
+  }
+  return static_cast<std::uint64_t>(value);
+}
+
+}  // namespace
 
 run_options_t default_run_options(std::uint64_t seed, world_mode_t mode) {
   run_options_t options;
   options.world.seed = seed;
   options.mode = mode;
   apply_world_env(&options.world);
+  options.watchdog_quiet_ms = watchdog_quiet_ms_from_env(options.watchdog_quiet_ms);
   return options;
 }
 
@@ -122,10 +185,7 @@ void rank_env_t::wait(const char* what) {
     scheduler_t::wait(what);
     return;
   }
-  if (std::chrono::steady_clock::now() > state_->deadline) {
-    throw run_timeout_t("concurrent run passed concurrent_timeout_ms (rank " +
-                        std::to_string(rank_) + " waits for \"" + what + "\")");
-  }
+  if (state_->world.run_aborted()) throw run_aborted_t();
   std::this_thread::yield();
 }
 
@@ -185,8 +245,10 @@ void rank_env_t::run_threads(int threads_count, const std::function<void(int)>& 
         try {
           body(t);
         } catch (const rank_crashed_t&) {  // the rank died: not a failure
+        } catch (const run_aborted_t&) {   // stopped: the cause is recorded
         } catch (const std::exception& error) {
-          state->record_failure(std::string("a thread threw: ") + error.what());
+          state->stop_run(run_result_t::kind_t::fiber_failed,
+                          std::string("a thread threw: ") + error.what());
         }
       });
     }
@@ -256,31 +318,121 @@ void run_deterministic(harness_state_t& state, const std::function<void(rank_env
   report->steps_count = result.steps_count;
   report->ticks = result.ticks;
   report->replay = result.replay;
-  if (!result.ok()) {
-    report->report = result.report + "  network state per rank:\n" + state.world_snapshot;
+  if (!result.ok()) report->report = with_network_state(result.report, state.world_snapshot);
+}
+
+// Concurrent mode: the watchdog fires (on run_ranks' thread, with
+// threads_lock released): the run fails as a deadlock and stops.
+void fire_watchdog(harness_state_t& state, std::chrono::steady_clock::duration quiet_for) {
+  const std::uint64_t quiet_ms = static_cast<std::uint64_t>(
+      std::chrono::duration_cast<std::chrono::milliseconds>(quiet_for).count());
+  LCI_ASSERT(state.options.watchdog_quiet_ms != 0, "the watchdog fired while off");
+  LCI_ASSERT(quiet_ms >= state.options.watchdog_quiet_ms, "the watchdog fired early");
+  state.stop_run(run_result_t::kind_t::deadlock,
+                 "watchdog: nothing progressed anywhere for " + std::to_string(quiet_ms) +
+                     " ms (watchdog_quiet_ms " +
+                     std::to_string(state.options.watchdog_quiet_ms) + ", " +
+                     watchdog_env_name +
+                     "): no operation ended, no completion polled, no barrier released, "
+                     "no rank returned");
+  LCI_ASSERT(state.world.run_aborted(), "the watchdog fired and the run goes on");
+}
+
+// Concurrent mode, on run_ranks' thread, under `lock` (threads_lock): waits
+// for the rank threads of a stopped run, which return at their next call
+// into the simulator. One that has not after another quiet time may never
+// call again: say so on stderr (run_ranks cannot report before the join),
+// then keep waiting.
+void wait_stopped_ranks(harness_state_t& state, std::unique_lock<std::mutex>& lock) {
+  const auto all_returned = [&state] { return state.ranks_running == 0; };
+  const std::uint64_t grace_ms = state.options.watchdog_quiet_ms;
+  if (grace_ms != 0 &&
+      !state.ranks_returned.wait_for(lock, std::chrono::milliseconds(grace_ms), all_returned)) {
+    std::string failure;
+    {
+      util::spinlock_guard_t guard(state.failure_lock);
+      failure = with_network_state(state.failure + "\n", state.world_snapshot);
+    }
+    std::fprintf(stderr,
+                 "lci sim: the run was stopped (seed %llu) but %d rank thread(s) did not "
+                 "return within %llu ms: they no longer call the simulator (a spin on their "
+                 "own state?); waiting for them. The cause:\n  %s",
+                 static_cast<unsigned long long>(state.options.world.seed), state.ranks_running,
+                 static_cast<unsigned long long>(grace_ms), failure.c_str());
+  }
+  state.ranks_returned.wait(lock, all_returned);
+}
+
+// Concurrent mode, on run_ranks' thread: returns once every rank thread
+// returned. Meanwhile the watchdog looks at the world's progress count
+// every period and fires once it stood still for watchdog_quiet_ms.
+void watch_ranks(harness_state_t& state) {
+  using steady_t = std::chrono::steady_clock;
+  const std::uint64_t quiet_ms = state.options.watchdog_quiet_ms;
+  const steady_t::duration quiet = std::chrono::milliseconds(quiet_ms);
+  // Off: still look now and then whether a rank's failure stopped the run.
+  const steady_t::duration period =
+      quiet_ms == 0 ? steady_t::duration(watchdog_period_max)
+                    : std::clamp<steady_t::duration>(quiet / 8, watchdog_period_min,
+                                                    watchdog_period_max);
+  std::unique_lock<std::mutex> lock(state.threads_lock);
+  std::uint64_t seen = state.world.progress_count();
+  steady_t::time_point quiet_since = steady_t::now();
+  // Ends: each turn waits at most a period; a stopped run goes to
+  // wait_stopped_ranks, and a run that stays quiet is stopped.
+  while (state.ranks_running > 0) {
+    if (state.world.run_aborted()) {
+      wait_stopped_ranks(state, lock);
+      return;
+    }
+    state.ranks_returned.wait_for(lock, period);
+    if (quiet_ms == 0 || state.ranks_running == 0) continue;
+    const std::uint64_t count = state.world.progress_count();
+    const steady_t::time_point now = steady_t::now();
+    if (count != seen) {
+      seen = count;
+      quiet_since = now;
+    } else if (now - quiet_since >= quiet) {
+      lock.unlock();  // the photograph takes port locks; ranks may return meanwhile
+      fire_watchdog(state, now - quiet_since);
+      lock.lock();
+    }
   }
 }
 
 void run_concurrent(harness_state_t& state, const std::function<void(rank_env_t&)>& body,
                     run_report_t* report) {
-  state.deadline = std::chrono::steady_clock::now() +
-                   std::chrono::milliseconds(state.options.concurrent_timeout_ms);
+  LCI_ASSERT(state.options.watchdog_quiet_ms <= watchdog_quiet_ms_max,
+             "watchdog_quiet_ms over watchdog_quiet_ms_max");
+  const int ranks = state.world.ranks_count();
+  state.ranks_running = ranks;  // before any rank thread exists
   std::vector<std::thread> threads;
-  for (int r = 0; r < state.world.ranks_count(); ++r) {
+  for (int r = 0; r < ranks; ++r) {
     threads.emplace_back([&state, &body, r] {
       try {
         run_body(state, r, body);
+      } catch (const run_aborted_t&) {  // stopped: the cause is recorded
       } catch (const std::exception& error) {
-        state.record_failure("rank " + std::to_string(r) + " threw: " + error.what());
+        state.stop_run(run_result_t::kind_t::fiber_failed,
+                       "rank " + std::to_string(r) + " threw: " + error.what());
       }
+      state.rank_returned();
     });
   }
+  watch_ranks(state);
   for (std::thread& thread : threads) thread.join();
-  if (!state.failure.empty()) {
-    report->report = "lci sim: concurrent run failed (seed " +
-                     std::to_string(state.options.world.seed) + ")\n  " + state.failure +
-                     "\n  network state per rank:\n" + state.world.describe_ranks();
-  }
+  LCI_ASSERT(state.ranks_running == 0, "a rank thread joined without returning");
+  report->replay = replay_command(state.options.world.seed, state.options.scheduler.replay_command);
+  if (state.failure.empty()) return;
+  LCI_ASSERT(state.world.run_aborted(), "a failed concurrent run was not stopped");
+  report->kind = state.failure_kind;
+  const std::string verdict = "lci sim: " + std::string(get_kind_str(state.failure_kind)) +
+                              " (concurrent mode, seed " +
+                              std::to_string(state.options.world.seed) + ")\n  " +
+                              state.failure + "\n";
+  report->report = with_network_state(verdict, state.world_snapshot) +
+                   "  concurrent mode: the seed fixes the wire's picks, not the threads' "
+                   "interleaving (a rerun may pass; deterministic mode replays exactly)\n";
 }
 
 // Process mode (sim_process.hpp): the body once, as this process's rank.

@@ -16,8 +16,23 @@
 // nothing threw, and — unless check_leftovers is off — nothing is left in
 // the network (ops not completed, messages not received, completions not
 // polled). Deadlock (deterministic mode) reports every fiber's wait and
-// every rank's network state; concurrent mode has a wall-clock timeout that
-// reports the same instead of hanging.
+// every rank's network state.
+//
+// Concurrent mode's watchdog: run_ranks' own thread watches the world's
+// progress count (world_t::progress_count(): an operation ended at its
+// initiator, a poll returned completions, a device allocated, a barrier
+// released, a rank returned, ...). When it has not moved for
+// watchdog_quiet_ms, the run fails as a deadlock: the report is the one
+// deterministic mode prints (every rank's wait and network state, taken
+// then, the seed, the replay line), and the run is stopped
+// (world_t::abort_run()): every rank's next backend call or wait() throws
+// run_aborted_t, so ranks spinning in progress() or backend calls unwind
+// and are joined. A rank that throws stops the run the same way at once,
+// as a failed fiber ends a deterministic run. A long run that keeps
+// completing things is never stopped. A rank that never calls into the
+// simulator again (it spins on its own state) cannot be stopped: after
+// another watchdog_quiet_ms the report is printed to stderr and run_ranks
+// goes on waiting to join it.
 //
 // Process mode (sim_process.hpp says when and how): the body runs once, as
 // this process's rank; a run for another rank count than the job's is
@@ -33,8 +48,10 @@
 //                rank_env_t belongs to its rank: barrier()/allgather() by
 //                one thread of the rank at a time; wait()/yield() from any.
 // Blocking:      run_ranks() blocks until the run ends (bounded by the
-//                scheduler's steps_max/ticks_max or concurrent_timeout_ms;
-//                in process mode by the launcher's timeout).
+//                scheduler's steps_max/ticks_max; in concurrent mode, once
+//                nothing progresses, by watchdog_quiet_ms, unless a rank
+//                never calls the simulator again; in process mode by the
+//                launcher's timeout).
 // Allocation:    per run: the world, contexts, fibers or threads.
 #pragma once
 
@@ -59,6 +76,23 @@ inline constexpr std::size_t allgather_bytes_max = 64;
 // waits before a verdict (the scheduler's default is 4).
 inline constexpr std::uint32_t harness_quiet_waits_min = 64;
 
+// Concurrent mode's watchdog (see the top of this file): the quiet time
+// after which a run that completes nothing anywhere fails. 10 s: the
+// longest quiet stretch measured in a healthy run was 856 ms (TSan, 2
+// loaded cores, 4 ranks x 4 threads filling and checking 1 MiB buffers
+// between messages; the median run's is 5 ms; docs/design/sim_network.md,
+// "Concurrent mode"), so 10 s is over 10x clear of a false alarm, while a
+// deadlock is still reported well inside a small test's 60 s and the 30 s
+// a user waits before calling a run hung. A rank that computes longer than
+// that without any network event (while all others wait) needs a larger
+// value. LCI_SIM_WATCHDOG_MS=<ms> overrides it (default_run_options); 0
+// turns it off (a deadlocked run then hangs, e.g. for a debugger).
+inline constexpr std::uint64_t watchdog_quiet_ms_default = 10000;
+// A week: larger values are refused (they would overflow the clock's
+// nanoseconds); use 0 for "never".
+inline constexpr std::uint64_t watchdog_quiet_ms_max = 7ull * 24 * 3600 * 1000;
+inline constexpr const char* watchdog_env_name = "LCI_SIM_WATCHDOG_MS";
+
 inline scheduler_options_t harness_scheduler_options() {
   scheduler_options_t options;
   options.quiet_waits_min = harness_quiet_waits_min;
@@ -70,12 +104,16 @@ struct run_options_t {
   world_mode_t mode = world_mode_t::deterministic;
   scheduler_options_t scheduler = harness_scheduler_options();  // seed: world.seed
   bool check_leftovers = true;
-  std::uint64_t concurrent_timeout_ms = 20000;
+  // Concurrent mode: fail once nothing progressed for this long; 0: never.
+  // At most watchdog_quiet_ms_max.
+  std::uint64_t watchdog_quiet_ms = watchdog_quiet_ms_default;
   bool log = true;  // print the world's parameters first and failures to stderr
   std::string name = "run_ranks body";  // process mode: names the run in a failure line
 };
 
-// world.seed = seed, environment applied (LCI_SIM_FAULT_*, LCI_SIM_TRACE).
+// world.seed = seed, environment applied (LCI_SIM_FAULT_*, LCI_SIM_TRACE,
+// ...: apply_world_env) and LCI_SIM_WATCHDOG_MS (a malformed value throws
+// std::invalid_argument naming it).
 run_options_t default_run_options(std::uint64_t seed,
                                   world_mode_t mode = world_mode_t::deterministic);
 
@@ -84,7 +122,9 @@ struct run_report_t {
   bool skipped = false;  // process mode: the job has another rank count (see report)
   world_mode_t mode = world_mode_t::deterministic;
   std::uint64_t seed = 0;
-  run_result_t::kind_t kind = run_result_t::kind_t::finished;  // deterministic mode
+  // Concurrent mode: deadlock when the watchdog fired, fiber_failed when a
+  // rank (or a thread of one) threw.
+  run_result_t::kind_t kind = run_result_t::kind_t::finished;
   std::uint64_t trace_hash = 0;  // deterministic mode: equal seeds, equal hashes
   std::uint64_t steps_count = 0;
   std::uint64_t ticks = 0;
@@ -93,7 +133,8 @@ struct run_report_t {
   std::uint64_t deliveries_count = 0;
   std::string report;  // "" when ok; else the cause, seed, world state, replay line;
                        // skipped: why
-  std::string replay;  // LCI_SIM_SEED=<seed> <command> (deterministic mode)
+  std::string replay;  // LCI_SIM_SEED=<seed> <command> (concurrent mode: the same
+                       // seed, not the same interleaving)
 };
 
 struct harness_state_t;
@@ -112,9 +153,9 @@ class rank_env_t {
   backend::net_context_t& context();
   world_t& world();
 
-  // A scheduling point while waiting for `what` (a literal; deadlock and
-  // timeout reports show it). Concurrent mode: an OS yield and a timeout
-  // check. Process mode: an OS yield.
+  // A scheduling point while waiting for `what` (a literal; deadlock
+  // reports show it). Concurrent mode: an OS yield; throws run_aborted_t
+  // once the run was stopped. Process mode: an OS yield.
   void wait(const char* what);
   // All live ranks meet (out of band, not through the network; in process
   // mode through the bootstrap, see sim_process.hpp "Blocking").

@@ -1,12 +1,12 @@
 #include "sim/sim_program.hpp"
 
-#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <string>
 
+#include "lci/util/atomic.hpp"
 #include "sim/sim_harness.hpp"
 #include "sim/sim_process.hpp"
 #include "sim/sim_rank_host.hpp"
@@ -50,18 +50,23 @@ int run_program(int argc, char** argv, int ranks_default, rank_main_t rank_main)
   const std::vector<std::uint64_t> seeds = seeds_from_env(1, 1);
   run_options_t options = default_run_options(seeds.front(), mode);
   options.log = false;
-  std::atomic<int> failed_ranks{0};
+  // The mode comes from the environment: the replay line must set it too.
+  if (mode == world_mode_t::concurrent && argc > 0 && argv[0] != nullptr) {
+    options.scheduler.replay_command = std::string("LCI_SIM_MODE=concurrent ") + argv[0];
+  }
+  util::atomic<int> failed_ranks{0};
   const run_report_t report = run_ranks(ranks, options, [&](rank_env_t& env) {
     if (rank_main(argc, argv) != 0) {
       std::fprintf(stderr, "rank %d returned non-zero\n", env.rank());
-      failed_ranks.fetch_add(1, std::memory_order_relaxed);
+      failed_ranks.fetch_add(1, util::mo_relaxed);  // relaxed: read after run_ranks joined every rank
     }
   });
   if (!report.ok) {
     std::fprintf(stderr, "%s", report.report.c_str());
     return 1;
   }
-  return failed_ranks.load(std::memory_order_relaxed) == 0 ? 0 : 1;
+  // relaxed: the ranks' threads (or fibers) were joined: their adds happened before.
+  return failed_ranks.load(util::mo_relaxed) == 0 ? 0 : 1;
 }
 
 void run_threads(int threads_count, const std::function<void(int)>& body) {

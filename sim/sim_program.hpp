@@ -17,7 +17,10 @@
 // (default 1), LCI_SIM_MODE=concurrent (OS threads instead of fibers), and
 // the world's own variables (LCI_SIM_FAULT_<NAME>, LCI_SIM_TRACE). Returns 0
 // when every rank returned 0 and the run was clean; otherwise prints the
-// report (seed, replay line) and returns 1. LCI_SIM_FORCE=1 simulates even
+// report (seed, replay line) and returns 1. In concurrent mode a run that
+// completes nothing for LCI_SIM_WATCHDOG_MS (default 10 s, 0: never) fails
+// so too, with deterministic mode's deadlock report (sim_harness.hpp,
+// "watchdog"), its ranks stopped at their next call into the simulator. LCI_SIM_FORCE=1 simulates even
 // under a launcher; in process mode the LCI_SIM_* variables are ignored (the
 // launcher sets the rank count).
 //

@@ -44,7 +44,18 @@ rank_host_t::~rank_host_t() {
 
 void rank_host_t::note_progress() {
   scheduler_t* scheduler = scheduler_t::current();
-  if (scheduler != nullptr) scheduler->note_progress();
+  if (scheduler != nullptr) {
+    scheduler->note_progress();
+    return;
+  }
+  // Concurrent mode: a progress event for the watchdog (sim_harness.hpp).
+  if (!run_over_ && world_.mode() == world_mode_t::concurrent) world_.count_progress();
+}
+
+bool rank_host_t::network_running() const {
+  // A stopped run (world_t::abort_run()) throws from every call: waiting
+  // for the network to take a backlog would never end.
+  return !run_over_ && !world_.run_aborted();
 }
 
 rank_host_t* rank_host_t::current() { return current_binding().host; }

@@ -23,7 +23,7 @@ namespace lci::sim {
 class rank_host_t final : public lci::detail::host_t {
  public:
   rank_host_t(backend::net_context_t& context, rank_env_t env)
-      : context_(context), env_(env) {}
+      : context_(context), env_(env), world_(env_.world()) {}
   // A global runtime the rank's code left behind (it threw, or crashed,
   // before g_runtime_fina) is finalized here, while the world still exists
   // but no longer runs: its devices close without waiting for their
@@ -42,8 +42,9 @@ class rank_host_t final : public lci::detail::host_t {
   unsigned& dispatch_depth() override;
   void note_progress() override;
   // The run is over when the host is destroyed: no fiber is scheduled and
-  // no delivery fires any more.
-  bool network_running() const override { return !run_over_; }
+  // no delivery fires any more; or once the run was stopped (concurrent
+  // mode's watchdog, or a rank's failure): every backend call throws.
+  bool network_running() const override;
 
   // nullptr unbinds.
   static void bind_current(rank_host_t* host);
@@ -53,6 +54,7 @@ class rank_host_t final : public lci::detail::host_t {
  private:
   backend::net_context_t& context_;
   rank_env_t env_;
+  world_t& world_;  // the rank's simulated world (outlives its hosts)
   lci::detail::runtime_impl_t* g_runtime_ = nullptr;
   bool run_over_ = false;  // set by the destructor
 };

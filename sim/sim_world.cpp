@@ -55,6 +55,10 @@ rank_crashed_t::rank_crashed_t(int rank)
     : std::runtime_error("simulated rank " + std::to_string(rank) + " crashed"),
       rank_(rank) {}
 
+run_aborted_t::run_aborted_t()
+    : std::runtime_error("the simulated run was stopped (the watchdog fired, or a rank failed; "
+                         "the run's report names the cause)") {}
+
 bool env_flag_on(const char* name) {
   const char* value = std::getenv(name);
   return value != nullptr && *value != '\0' && std::strcmp(value, "0") != 0;
@@ -176,9 +180,11 @@ world_t::world_t(const world_options_t& options) : options_(options) {
   }
   crashed_.reset(new util::atomic<bool>[ranks]);
   waiting_for_.reset(new util::atomic<const char*>[ranks]);
+  quiet_call_.reset(new util::atomic<const char*>[ranks]);
   for (std::size_t r = 0; r < ranks; ++r) {
     crashed_[r].store(false, util::mo_relaxed);  // relaxed: before sharing
     waiting_for_[r].store(nullptr, util::mo_relaxed);  // relaxed: before sharing
+    quiet_call_[r].store(nullptr, util::mo_relaxed);  // relaxed: before sharing
   }
 }
 
@@ -288,7 +294,7 @@ void world_t::crash_rank(int rank) {
     fail_packets(waiting, rank);
   }
   fail_packets(early, rank);
-  if (scheduler_ != nullptr) scheduler_->note_progress();
+  note_progress();
 }
 
 int world_t::crashed_count() const {
@@ -298,6 +304,37 @@ int world_t::crashed_count() const {
 void world_t::note_wait(int rank, const char* what) {
   // relaxed: a label for reports only; literals need no publication.
   waiting_for_[rank].store(what, util::mo_relaxed);
+}
+
+void world_t::note_quiet_call(int rank, const char* what) {
+  if (scheduler_ != nullptr) return;
+  LCI_ASSERT(rank >= 0 && rank < options_.ranks_count, "note_quiet_call: rank out of range");
+  LCI_ASSERT(what != nullptr, "note_quiet_call needs a label");
+  util::atomic<const char*>& label = quiet_call_[rank];
+  // relaxed (both): a label for reports only; literals need no publication.
+  // Stored only on a change: a rank spinning on one call writes nothing,
+  // so the labels' shared lines stay shared.
+  if (label.load(util::mo_relaxed) != what) label.store(what, util::mo_relaxed);
+}
+
+void world_t::note_progress() {
+  if (scheduler_ == nullptr) {
+    count_progress();
+    return;
+  }
+  // Only while the scheduler runs on this thread: after its run (teardown
+  // of what the ranks left) it may be gone.
+  if (scheduler_t::current() == scheduler_) scheduler_->note_progress();
+}
+
+std::uint64_t world_t::progress_count() const {
+  return progress_.load(util::mo_relaxed);  // relaxed: see count_progress()
+}
+
+void world_t::abort_run() {
+  LCI_ASSERT(scheduler_ == nullptr, "abort_run() in deterministic mode (the scheduler stops it)");
+  aborted_.store(true, util::mo_release);  // release: pairs with [S] in run_aborted()
+  LCI_ASSERT(run_aborted(), "abort_run() did not stick");
 }
 
 void world_t::fail_packets(packet_t* list, int crashed_rank) {
@@ -590,6 +627,7 @@ void world_t::complete_local(packet_t* packet, const net_status_t& local) {
   if (local.fault != net_fault_t::none) trace_event('F', *packet, local.fault);
   LCI_ASSERT(origin.packets_free.size() < origin.packets.size(), "packet returned twice");
   origin.packets_free.push_back(packet);
+  count_progress();
 }
 
 void world_t::release_dropped(packet_t* packet) {
@@ -598,7 +636,9 @@ void world_t::release_dropped(packet_t* packet) {
   LCI_ASSERT(origin.cq_reserved > 0, "a post had no completion slot reserved");
   --origin.cq_reserved;
   trace_event('Z', *packet, net_fault_t::peer_crashed);
+  LCI_ASSERT(origin.packets_free.size() < origin.packets.size(), "packet returned twice");
   origin.packets_free.push_back(packet);
+  count_progress();
 }
 
 // ---- reports ----
@@ -624,8 +664,10 @@ std::string world_t::describe_ranks() const {
     }
     // relaxed: a label for reports (see note_wait()).
     const char* what = waiting_for_[rank].load(util::mo_relaxed);
+    const char* quiet_call = quiet_call_[rank].load(util::mo_relaxed);  // relaxed: as above
     text += "  rank " + std::to_string(rank) + (is_crashed(rank) ? " (crashed)" : "") +
             ": waits for \"" + (what != nullptr ? what : "-") + "\"";
+    if (quiet_call != nullptr) text += ", last quiet call \"" + std::string(quiet_call) + "\"";
     for (std::uint32_t k = 0; k < options_.devices_per_rank_max; ++k) {
       port_t* port = const_cast<world_t*>(this)->find_port(rank, k);
       if (port == nullptr) continue;

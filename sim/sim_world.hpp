@@ -34,6 +34,15 @@
 // throw rank_crashed_t; every other rank's devices report r (peer_down) at
 // their next poll_comp. Nothing waits on a dead rank, so nothing hangs.
 //
+// Progress and stopping (concurrent mode; sim_harness.hpp, "watchdog").
+// progress_count() counts what the harness's watchdog calls progress: an
+// operation ending at its initiator (delivered, failed or dropped), a
+// poll_comp that returned completions, and note_progress() (a device
+// allocated, memory deregistered, a crash, a barrier released, a rank
+// returned). abort_run() stops a run: every later backend call of every
+// rank throws run_aborted_t, so threads spinning in calls unwind and can be
+// joined, as deterministic mode cancels the fibers of a failed run.
+//
 // Thread safety: concurrent mode: every method may run concurrently (a
 //                world-wide spinlock guards the port table and crash state;
 //                each port has its own lock; at most one lock is held at a
@@ -67,6 +76,7 @@
 #include "backends/backend.hpp"
 #include "lci/util/assert.hpp"
 #include "lci/util/atomic.hpp"
+#include "lci/util/cache.hpp"
 #include "lci/util/spinlock.hpp"
 #include "sim/sim_faults.hpp"
 #include "sim/sim_prng.hpp"
@@ -132,6 +142,14 @@ class rank_crashed_t : public std::runtime_error {
 
  private:
   int rank_;
+};
+
+// Thrown by every backend call (and rank_env_t wait) once the run was
+// stopped (world_t::abort_run(): the watchdog fired, or a rank failed): the
+// rank's code unwinds; the harness reports what stopped the run, not this.
+class run_aborted_t : public std::runtime_error {
+ public:
+  run_aborted_t();
 };
 
 namespace detail {
@@ -407,6 +425,34 @@ class world_t {
   int crashed_count() const;
   // What the rank waits for (deadlock reports); `what` must be a literal.
   void note_wait(int rank, const char* what);
+  // Concurrent mode: a backend call of `rank` changed nothing (a poll that
+  // found nothing, a retry); reports name the last such call, what a rank
+  // spinning in calls spins on. `what` must be a literal. Deterministic
+  // mode: nothing (the scheduler's fiber report names it).
+  void note_quiet_call(int rank, const char* what);
+
+  // ---- progress and stopping (see the file comment) ----
+  // The world changed state outside a call's own accounting: deterministic
+  // mode tells the running scheduler (nothing once its run is over);
+  // concurrent mode counts a progress event.
+  void note_progress();
+  // Concurrent mode: one progress event. Deterministic mode: nothing (call
+  // points and timer firings are the scheduler's progress).
+  void count_progress() {
+    // relaxed: the watchdog only compares successive values; nothing is
+    // published through the count.
+    if (scheduler_ == nullptr) progress_.fetch_add(1, util::mo_relaxed);
+  }
+  // Progress events so far (concurrent mode; 0 in deterministic mode).
+  std::uint64_t progress_count() const;
+  // Concurrent mode: stops the run (idempotent). Deterministic mode
+  // cancels fibers instead: invalid there.
+  void abort_run();
+  bool run_aborted() const {
+    // acquire: pairs with the release in abort_run() [S]: what the stopper
+    // recorded before (the failure, the world's photograph) is settled.
+    return aborted_.load(util::mo_acquire);
+  }
 
   // ---- used by sim_context_t / sim_device_t ----
   detail::port_t* open_port(int rank, std::uint32_t device_index,
@@ -467,11 +513,20 @@ class world_t {
   std::unique_ptr<wire_t[]> wires_;       // [device_index], concurrent mode
   std::unique_ptr<util::atomic<bool>[]> crashed_;
   std::unique_ptr<util::atomic<const char*>[]> waiting_for_;
+  std::unique_ptr<util::atomic<const char*>[]> quiet_call_;  // concurrent mode
   util::atomic<int> crashed_count_{0};
   util::atomic<std::uint64_t> serial_{0};
   util::atomic<std::uint64_t> deliveries_{0};
   util::atomic<std::uint64_t> in_wire_{0};
   util::atomic<std::uint64_t> faults_[fault_kinds_count];
+  // Lines of their own: progress_ is written by every rank thread at every
+  // completion; aborted_ is read by every backend call of every rank thread
+  // and written once. aborted_ is the last member and the world's size a
+  // multiple of its alignment, so nothing else shares its line.
+  alignas(util::cache_line_bytes) util::atomic<std::uint64_t> progress_{0};
+  alignas(util::cache_line_bytes) util::atomic<bool> aborted_{false};
 };
+static_assert(alignof(world_t) >= util::cache_line_bytes,
+              "progress_ and aborted_ must sit on lines of their own");
 
 }  // namespace lci::sim

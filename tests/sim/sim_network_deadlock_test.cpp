@@ -1,7 +1,8 @@
 // Global deadlock detection: a deadlock built on purpose (both ranks post a
 // receive and wait for a message nobody sends) is reported with the seed,
 // what every rank waits for and its network state, and a replay line; in
-// concurrent mode a timeout reports instead of hanging.
+// concurrent mode the watchdog reports the same instead of hanging
+// (more in sim_network_watchdog_test.cpp).
 #include <gtest/gtest.h>
 
 #include <string>
@@ -94,14 +95,20 @@ TEST(SimNetworkDeadlock, SpinningOnQuietBackendCallsAloneIsFound) {
   }
 }
 
-TEST(SimNetworkDeadlock, ConcurrentModeTimesOutWithAReport) {
+TEST(SimNetworkDeadlock, ConcurrentModeWatchdogReportsTheSame) {
   run_options_t options = lci::sim::default_run_options(1, world_mode_t::concurrent);
   options.log = false;
-  options.concurrent_timeout_ms = 300;
+  options.watchdog_quiet_ms = 300;
   const run_report_t report = lci::sim::run_ranks(2, options, wait_for_a_message_nobody_sends);
   ASSERT_FALSE(report.ok);
-  EXPECT_TRUE(contains(report.report, "concurrent_timeout_ms")) << report.report;
-  EXPECT_TRUE(contains(report.report, "waits for \"a message from the other rank\"")) << report.report;
+  EXPECT_EQ(report.kind, lci::sim::run_result_t::kind_t::deadlock) << report.report;
+  const std::string& text = report.report;
+  EXPECT_TRUE(contains(text, "deadlock (concurrent mode, seed 1)")) << text;
+  EXPECT_TRUE(contains(text, "watchdog: nothing progressed anywhere")) << text;
+  EXPECT_TRUE(contains(text, "rank 0: waits for \"a message from the other rank\"")) << text;
+  EXPECT_TRUE(contains(text, "rank 1: waits for \"a message from the other rank\"")) << text;
+  EXPECT_TRUE(contains(text, "recvs posted 1, ops in flight 0")) << text;
+  EXPECT_TRUE(contains(text, "replay: LCI_SIM_SEED=1 ")) << text;
 }
 
 }  // namespace
