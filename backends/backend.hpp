@@ -131,10 +131,16 @@ struct net_mr_t {
 };
 
 // What a peer needs to address registered memory remotely; plain data a
-// program may copy into a message.
+// program may copy into a message. `size`: bytes registered from `base`
+// (get_rmr: the whole region), 0 when unknown (a backend's own messages may
+// leave it out). Backends do not check an access against it: the runtime
+// does, on the initiator, before it posts (lci/protocol/rma.cpp), since not
+// every network checks bounds at the target (docs/backends/ofi.md); what a
+// network still refuses (a stale key) is a protection fault as above.
 struct net_rmr_t {
   std::uintptr_t base = 0;
   std::uint64_t rkey = 0;
+  std::size_t size = 0;
   bool is_empty() const { return base == 0 && rkey == 0; }
 };
 
@@ -237,6 +243,8 @@ class net_device_t {
   [[nodiscard]] virtual error_t register_memory(void* address, std::size_t size,
                                                 net_mr_t* mr) = 0;
   virtual void deregister_memory(net_mr_t* mr) = 0;
+  // What a peer needs to address `mr`: base = mr.base, size = mr.size
+  // (never 0), and the key. Throws std::invalid_argument for an empty mr.
   virtual net_rmr_t get_rmr(net_mr_t mr) const = 0;
 };
 

@@ -390,6 +390,8 @@ net_rmr_t sim_device_t::get_rmr(net_mr_t mr) const {
   net_rmr_t rmr;
   rmr.base = reinterpret_cast<std::uintptr_t>(mr.base);
   rmr.rkey = static_cast<std::uint64_t>(registration->generation) << 32 | (index + 1);
+  rmr.size = mr.size;
+  LCI_ASSERT(rmr.size > 0, "get_rmr: a registration of no bytes");
   return rmr;
 }
 

@@ -52,13 +52,22 @@ constexpr std::size_t cq_batch_max = 16;
 constexpr std::size_t cq_reads_max = 8;
 // The tag of every notice (the only tagged messages this backend sends).
 constexpr std::uint64_t notice_tag = 0x4C4349;  // "LCI"
-// Times an RMA whose connection broke is posted again (may_repost), and the
-// first wait before it is (doubled each time). ofi_rxm notices a broken
-// connection only in its connection-management progress, which its CQ reads
-// run every 10 ms (FI_OFI_RXM_CM_PROGRESS_INTERVAL): posted sooner, the
-// operation fails on the old connection again.
+// Times an operation whose connection broke is posted again (may_repost),
+// and the first wait before it is (doubled each time). ofi_rxm notices a
+// broken connection only in its connection-management progress, which its
+// CQ reads run every 10 ms (FI_OFI_RXM_CM_PROGRESS_INTERVAL): posted
+// sooner, the operation fails on the old connection again.
 constexpr std::uint8_t connection_reposts_max = 5;
 constexpr std::uint64_t repost_delay_ns = 20'000'000;
+// The largest send posted again after its connection broke. A send
+// completes (transmit complete) once the provider has written all of it to
+// the connection, so one that fails was never whole at the target: posting
+// it again cannot deliver it twice. That holds for ofi_rxm's eager and
+// segmented messages (16 KiB and 128 KiB by default, never below the eager
+// size); only its rendezvous, for larger ones, can fail after the target
+// took the message (the acknowledgement lost with the connection). The
+// runtime sends at most a packet (8 KiB by default).
+constexpr std::size_t send_repost_size_max = 16384;
 // How long a refused RMA waits before it is reported, so that a target that
 // was being killed shows as dead (translate_error_locked).
 constexpr std::uint64_t fault_verdict_delay_ns = 100'000'000;
@@ -190,6 +199,7 @@ ofi_device_t::ofi_device_t(const fi_info* info, fid_fabric* fabric, const peer_t
   LCI_ASSERT(attr_.net_max_sends > 0 && attr_.net_max_recvs > 0, "provider queues are empty");
   const char* provider = info->fabric_attr->prov_name;
   injects_final_ = provider != nullptr && std::string(provider) == "shm";
+  if (!injects_final_) injects_kept_.resize(attr_.net_max_sends * attr_.inject_size_max);
   const int mr_mode = info->domain_attr->mr_mode;
   virt_addr_ = (mr_mode & FI_MR_VIRT_ADDR) != 0;
   provider_keys_ = (mr_mode & FI_MR_PROV_KEY) != 0;
@@ -337,7 +347,11 @@ error_t ofi_device_t::finish_post_locked(op_t* op, long rc, const char* call) {
     return refused_locked(rank);
   }
   if (is_connection_error(static_cast<int>(-rc))) {
-    fail_locked(op, net_fault_t::peer_crashed);
+    if (may_repost(*op)) {
+      defer_repost_locked(op);  // a live peer's broken connection (translate_error_locked)
+    } else {
+      fail_locked(op, net_fault_t::peer_crashed);
+    }
     return accepted;
   }
   ops_.release(op);
@@ -352,7 +366,8 @@ error_t ofi_device_t::post_recv(void* buffer, std::size_t size, net_mr_t mr,
   if (!guard.owns_lock()) return errorcode_t::retry_lock;
   op_t* op = alloc_recv_op_locked(buffer, size, user_context, false);
   if (op == nullptr) return errorcode_t::retry_nomem;
-  const long rc = fi_recv(ep_, buffer, size, mr_desc(mr), FI_ADDR_UNSPEC, &op->fi_context);
+  op->desc = mr_desc(mr);  // kept for a repost (repost_recv_locked)
+  const long rc = fi_recv(ep_, buffer, size, op->desc, FI_ADDR_UNSPEC, &op->fi_context);
   return finish_post_locked(op, rc, "fi_recv");
 }
 
@@ -417,17 +432,34 @@ error_t ofi_device_t::post_message(int rank, const void* buffer, std::size_t siz
     fail_locked(op, net_fault_t::peer_crashed);
     return silent ? errorcode_t::done : errorcode_t::posted;
   }
-  iovec iov{const_cast<void*>(buffer), size};  // libfabric only reads it
-  void* desc = mr_desc(mr);
+  // libfabric only reads it; an inject's payload is kept (keep_payload_locked).
+  op->buffer = silent ? keep_payload_locked(op, buffer, size) : const_cast<void*>(buffer);
+  op->desc = silent ? nullptr : mr_desc(mr);
+  op->cq_data = imm_data;
+  op->flags = FI_COMPLETION | FI_REMOTE_CQ_DATA | (silent ? FI_INJECT : 0);
+  return finish_post_locked(op, issue_send_locked(op), "fi_sendmsg");
+}
+
+void* ofi_device_t::keep_payload_locked(const op_t* op, const void* buffer, std::size_t size) {
+  LCI_ASSERT(op->silent, "only an inject's payload is the caller's again at once");
+  LCI_ASSERT(size <= attr_.inject_size_max, "an inject over the inject size");
+  if (injects_kept_.empty()) return const_cast<void*>(buffer);
+  char* kept = &injects_kept_[ops_.send_index_of(op) * attr_.inject_size_max];
+  if (size > 0) std::memcpy(kept, buffer, size);
+  return kept;
+}
+
+long ofi_device_t::issue_send_locked(op_t* op) {
+  LCI_ASSERT(op->opcode == net_opcode_t::send, "not a send");
+  iovec iov{op->buffer, op->length};
   fi_msg msg{};
   msg.msg_iov = &iov;
-  msg.desc = &desc;
+  msg.desc = &op->desc;
   msg.iov_count = 1;
-  msg.addr = address_of(rank);
+  msg.addr = address_of(op->rank);
   msg.context = &op->fi_context;
-  msg.data = imm_data;
-  const std::uint64_t flags = FI_COMPLETION | FI_REMOTE_CQ_DATA | (silent ? FI_INJECT : 0);
-  return finish_post_locked(op, fi_sendmsg(ep_, &msg, flags), "fi_sendmsg");
+  msg.data = op->cq_data;
+  return fi_sendmsg(ep_, &msg, op->flags);
 }
 
 error_t ofi_device_t::post_rma(const rma_args_t& args) {
@@ -447,8 +479,8 @@ error_t ofi_device_t::post_rma(const rma_args_t& args) {
     return args.silent ? errorcode_t::done : errorcode_t::posted;
   }
   if (write && args.size == 0) return post_empty_write_locked(op, args);
-  op->buffer = args.local;
-  op->desc = mr_desc(args.mr);
+  op->buffer = args.silent ? keep_payload_locked(op, args.local, args.size) : args.local;
+  op->desc = args.silent ? nullptr : mr_desc(args.mr);
   op->rma_address = remote_address(args.rmr, args.offset);
   op->rkey = args.rmr.rkey;
   op->flags = FI_COMPLETION;
@@ -499,15 +531,29 @@ long ofi_device_t::issue_rma_locked(op_t* op) {
   return fi_writemsg(ep_, &msg, op->flags);
 }
 
-void ofi_device_t::repost_rma_locked(op_t* op) {
-  const long rc = issue_rma_locked(op);
+void ofi_device_t::repost_locked(op_t* op) {
+  if (op->is_notice) {
+    post_notice_locked(op);
+    return;
+  }
+  const long rc = op->opcode == net_opcode_t::send ? issue_send_locked(op) : issue_rma_locked(op);
   if (rc == 0) {
     op->state = op_state_t::posted;
   } else if (rc == -FI_EAGAIN) {
     ops_.push_deferred(op);
+  } else if (is_connection_error(static_cast<int>(-rc)) && may_repost(*op)) {
+    defer_repost_locked(op);
   } else {
     fail_locked(op, net_fault_t::peer_crashed);
   }
+}
+
+void ofi_device_t::defer_repost_locked(op_t* op) {
+  LCI_ASSERT(op->reposts < connection_reposts_max, "posted again too many times");
+  op->repost_at_ns = steady_now_ns() + (repost_delay_ns << op->reposts);
+  ++op->reposts;
+  op->state = op_state_t::taken;
+  ops_.push_deferred(op);
 }
 
 error_t ofi_device_t::post_sends(int rank, const void* buffer, std::size_t size,
@@ -781,6 +827,8 @@ void ofi_device_t::post_notice_locked(op_t* op) {
     op->state = op_state_t::posted;
   } else if (rc == -FI_EAGAIN) {
     ops_.push_deferred(op);
+  } else if (is_connection_error(static_cast<int>(-rc)) && may_repost(*op)) {
+    defer_repost_locked(op);
   } else {
     // The data is in place but the target will never hear of it.
     fail_locked(op, net_fault_t::peer_crashed);
@@ -813,8 +861,6 @@ void ofi_device_t::retry_deferred_locked() {
     op_t* op = ops_.pop_deferred();
     if (op->opcode == net_opcode_t::remote_write) {
       post_notice_recv_locked(op);
-    } else if (op->is_notice) {
-      post_notice_locked(op);
     } else if (op->repost_at_ns > now_ns) {
       ops_.push_deferred(op);
     } else if (op->fault != net_fault_t::none) {
@@ -823,9 +869,26 @@ void ofi_device_t::retry_deferred_locked() {
       const bool peer_dead = !peers_.is_alive(op->rank);
       if (peer_dead) mark_dead_locked(op->rank);
       fail_locked(op, peer_dead ? net_fault_t::peer_crashed : net_fault_t::protection);
+    } else if (op->opcode == net_opcode_t::recv) {
+      repost_recv_locked(op);
     } else {
-      repost_rma_locked(op);
+      repost_locked(op);  // a notice to send, or an op whose connection broke
     }
+  }
+}
+
+void ofi_device_t::repost_recv_locked(op_t* op) {
+  LCI_ASSERT(op->opcode == net_opcode_t::recv, "not a receive");
+  LCI_ASSERT(!op->multi_recv, "a multi-receive buffer stays posted until released");
+  const long rc =
+      fi_recv(ep_, op->buffer, op->length, op->desc, FI_ADDR_UNSPEC, &op->fi_context);
+  if (rc == 0) {
+    op->state = op_state_t::posted;
+  } else if (rc == -FI_EAGAIN) {
+    ops_.push_deferred(op);
+  } else {
+    throw std::runtime_error("lci ofi: posting a receive again: " +
+                             describe_fi_error("fi_recv", rc));
   }
 }
 
@@ -843,6 +906,15 @@ bool ofi_device_t::translate_error_locked(net_status_t* status) {
     return false;
   }
   if (op->multi_recv) return translate_multi_recv_error_locked(error, op, status);
+  if (op->opcode == net_opcode_t::recv && is_connection_error(code)) {
+    // A message was arriving when its connection broke (ofi_rxm fails the
+    // receive it matched): what came of it is void, and the buffer stays
+    // the network's, as the caller posted it. A sender whose send failed
+    // with the connection posts the message again (below).
+    op->state = op_state_t::taken;
+    repost_recv_locked(op);
+    return false;
+  }
   if (op->opcode == net_opcode_t::recv) {
     const std::size_t size = op->length;
     ops_.release(op);
@@ -853,15 +925,14 @@ bool ofi_device_t::translate_error_locked(net_status_t* status) {
                              " (a message longer than the receive buffer is a sender's misuse)");
   }
   const bool rma = op->opcode != net_opcode_t::send;
-  if (rma && is_connection_error(code) && may_repost(*op)) {
+  if (lost_with_connection(*op, code) && may_repost(*op)) {
     // The connection broke under a peer that is alive: a protection fault
-    // of another operation makes tcp drop it (the faulty one reports
-    // FI_ECANCELED). Post again once it is back; the fault, if any, is
-    // then this operation's own.
-    op->repost_at_ns = steady_now_ns() + (repost_delay_ns << op->reposts);
-    ++op->reposts;
-    op->state = op_state_t::taken;
-    ops_.push_deferred(op);
+    // of another operation makes tcp drop it (the faulty RMA reports
+    // FI_ECANCELED), and with it every operation in flight on it, sends
+    // included. Post again once it is back; the fault, if any, is then
+    // this operation's own. Reported instead, a send would name a live
+    // peer as crashed (and the runtime give up on it).
+    defer_repost_locked(op);
     return false;
   }
   *status = net_status_t{};
@@ -893,8 +964,9 @@ bool ofi_device_t::translate_multi_recv_error_locked(const fi_cq_err_entry& erro
   // (and may write into it): the op stays posted.
   const bool released = (error.flags & FI_MULTI_RECV) != 0;
   const int code = std::abs(error.err);
-  if (code == FI_ECANCELED) {
-    // Cancelled, nothing arrived: the caller learns that its buffer is back.
+  if (code == FI_ECANCELED || is_connection_error(code)) {
+    // Cancelled, or a message cut off with its connection (as for
+    // post_recv): the caller learns that its buffer is back.
     if (!released) return false;
     release_multi_recv_locked(op, status);
     return true;
@@ -907,12 +979,25 @@ bool ofi_device_t::translate_multi_recv_error_locked(const fi_cq_err_entry& erro
       std::to_string(attr_.multi_recv_min_free) + " bytes, may not fit: a sender's misuse)");
 }
 
+bool ofi_device_t::lost_with_connection(const op_t& op, int code) {
+  if (is_connection_error(code)) return true;
+  // This backend cancels nothing: a cancelled send (or notice) is one the
+  // provider flushed with its connection. A cancelled RMA may be the one
+  // the target refused (see translate_error_locked), so it is not.
+  const bool message = op.opcode == net_opcode_t::send || op.is_notice;
+  return message && code == FI_ECANCELED;
+}
+
 bool ofi_device_t::may_repost(const op_t& op) const {
-  // Not an inject (the caller's buffer is theirs again), not a notice (the
-  // first may have arrived: a second would be a second remote_write), and a
-  // bounded number of times: a peer on another host cannot be checked.
-  return !op.silent && !op.is_notice && op.reposts < connection_reposts_max &&
-         peers_.is_alive(op.rank);
+  // A bounded number of times: a peer on another host cannot be checked.
+  if (op.reposts >= connection_reposts_max || !peers_.is_alive(op.rank)) return false;
+  // An inject's payload is the caller's again unless the device kept it
+  // (keep_payload_locked); a notice has none.
+  const bool payload_held = !op.silent || op.is_notice || !injects_kept_.empty();
+  // A failed send (or notice: zero bytes) was never whole at the target
+  // only up to send_repost_size_max; RMAs may land twice (the same bytes).
+  const bool message = op.opcode == net_opcode_t::send || op.is_notice;
+  return payload_held && (!message || op.length <= send_repost_size_max);
 }
 
 // ---- dead peers ----
@@ -1034,6 +1119,8 @@ net_rmr_t ofi_device_t::get_rmr(net_mr_t mr) const {
   // posting side turns it into an offset when the provider wants one.
   rmr.base = reinterpret_cast<std::uintptr_t>(mr.base);
   rmr.rkey = fi_mr_key(static_cast<fid_mr*>(mr.opaque));
+  rmr.size = mr.size;
+  LCI_ASSERT(rmr.size > 0, "get_rmr: a registration of no bytes");
   return rmr;
 }
 

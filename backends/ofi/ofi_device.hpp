@@ -83,8 +83,10 @@
 // Ownership:     see backends/backend.hpp; a posted buffer belongs to
 //                libfabric until its completion is polled (a multi-receive
 //                buffer: the completion that releases it).
-// Allocation:    at construction (op table, libfabric objects); the data
-//                path allocates nothing (providers may, internally).
+// Allocation:    at construction (op table, libfabric objects, the kept
+//                payloads of injects: net_max_sends * inject_size_max bytes
+//                where injects are not final); the data path allocates
+//                nothing (providers may, internally).
 // Limits:        net_max_sends send-side operations in flight (sends, puts,
 //                gets, "s" variants until their silent completion, emulated
 //                putImms until their notice completes);
@@ -95,10 +97,15 @@
 //                2^32 - 1 (the length field of a put-with-immediate).
 // Faults:        CQ errors become completions with `fault` set: connection
 //                errors are peer_crashed, other RMA errors protection. An
-//                RMA (not an "s" variant) whose connection broke while the
-//                peer is alive is posted again, up to 5 times (20 ms, then
-//                twice as long each time), since tcp drops the whole
-//                connection on one protection fault. A peer on this host
+//                operation whose connection broke while the peer is alive
+//                (an RMA, a send up to send_repost_size_max, a notice, a
+//                receive cut off mid-message; an inject too, from the
+//                payload the device kept) is posted again, up to 5 times
+//                (20 ms, then twice as long each time), since tcp drops the
+//                whole connection on one protection fault: only the refused
+//                RMA fails, and the peer is not reported dead. Messages
+//                tcp had already completed on the dropped connection may
+//                be lost (docs/backends/ofi.md, "Faults"). A peer on this host
 //                whose process has exited is found by pid (checked once
 //                every peer_check_idle_turns polls that find nothing or
 //                posts refused with -FI_EAGAIN, and every
@@ -243,9 +250,25 @@ class ofi_device_t final : public backend::net_device_t {
   int rank_of(fi_addr_t source) const;
   [[nodiscard]] error_t post_rma(const rma_args_t& args);
   [[nodiscard]] error_t post_empty_write_locked(op_t* op, const rma_args_t& args);
+  // Under lock_: what an inject (`op`, silent) sends from: a copy of
+  // [buffer, buffer + size) in injects_kept_, or the caller's buffer where
+  // the device keeps none.
+  void* keep_payload_locked(const op_t* op, const void* buffer, std::size_t size);
+  // Under lock_: hand a filled op (send, or RMA) to libfabric; its verdict.
+  long issue_send_locked(op_t* op);
   long issue_rma_locked(op_t* op);
-  void repost_rma_locked(op_t* op);
+  // Under lock_: posts an op again (a notice, or an op whose connection
+  // broke); refused for now, it waits on the deferred list.
+  void repost_locked(op_t* op);
+  // Under lock_: gives a receive's buffer (`op`, one message) back to
+  // libfabric after its connection broke mid-message.
+  void repost_recv_locked(op_t* op);
+  // Whether error `code` of `op` means its connection broke under it.
+  static bool lost_with_connection(const op_t& op, int code);
   bool may_repost(const op_t& op) const;
+  // Under lock_: `op` (taken) waits on the deferred list to be posted again
+  // after its connection broke, later each time (repost_delay_ns).
+  void defer_repost_locked(op_t* op);
   // Under lock_: hands a filled op to libfabric's verdict `rc`.
   [[nodiscard]] error_t finish_post_locked(op_t* op, long rc, const char* call);
   // Under lock_: an op for a receive into `buffer` (one message, or many
@@ -297,6 +320,11 @@ class ofi_device_t final : public backend::net_device_t {
   bool provider_keys_ = false;  // mr_mode FI_MR_PROV_KEY
   bool bind_mr_ = false;        // mr_mode FI_MR_ENDPOINT: bind + enable each mr
   bool injects_final_ = false;  // shm: an accepted inject can no longer fail
+  // The payload of each inject in flight, inject_size_max bytes per op of
+  // the send pool (op_table_t::send_index_of), so that one whose connection
+  // broke can be posted again: the caller's buffer is theirs again once the
+  // post returns. Empty where injects are final (shm): nothing to repost.
+  std::vector<char> injects_kept_;
   fid_domain* domain_ = nullptr;
   fid_ep* ep_ = nullptr;
   fid_cq* cq_ = nullptr;

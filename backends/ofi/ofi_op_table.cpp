@@ -41,6 +41,13 @@ std::size_t op_table_t::pool_index_of(const op_t* op) const {
   return op_pools_count;  // unreachable: index < total_
 }
 
+std::size_t op_table_t::send_index_of(const op_t* op) const {
+  LCI_ASSERT(pool_index_of(op) == index_of(op_pool_t::send), "not an op of the send pool");
+  const auto index = static_cast<std::size_t>(op - ops_.get());
+  LCI_ASSERT(index < sizes_[index_of(op_pool_t::send)], "a send index past its pool");
+  return index;  // the send pool comes first in ops_
+}
+
 op_t* op_table_t::alloc(op_pool_t pool) {
   const std::size_t p = index_of(pool);
   op_t* op = free_[p];

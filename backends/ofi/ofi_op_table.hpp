@@ -22,8 +22,9 @@
 //                        taken again, as its notice -> posted (or deferred)
 //                 posted -notice received (notice pool)-> taken -> posted
 //                        again (or deferred)
-//                 posted -RMA lost its connection, peer alive-> taken ->
-//                        posted again (or deferred)
+//                 posted -lost its connection, peer alive (an RMA, a
+//                        send, a notice; a receive whose message was cut
+//                        off)-> taken -> posted again (or deferred)
 //                 posted -peer found dead-> abandoned + settled (reported
 //                        once by poll; freed once it is both reported and
 //                        returned by libfabric, which a dead peer's
@@ -60,11 +61,14 @@ struct op_t {
   fi_context2 fi_context;
   op_t* next = nullptr;  // free list, settled list or deferred list
   void* user_context = nullptr;
-  void* buffer = nullptr;               // the local buffer (recv: the posted one)
+  // The local buffer (recv: the posted one; an inject: the device's copy of
+  // its payload, where it keeps one: ofi_device_t::keep_payload_locked).
+  void* buffer = nullptr;
   std::uintptr_t remote_address = 0;    // RMA: rmr.base + offset (for faults)
   std::size_t length = 0;               // bytes to transfer / buffer size
-  // RMA, kept to post it again after a lost connection: the local
-  // descriptor, libfabric's remote address and key, CQ data, op flags.
+  // Kept to post it again after a lost connection: the local descriptor,
+  // (RMA) libfabric's remote address and key, the CQ data (a send's
+  // immediate), the op flags.
   void* desc = nullptr;
   std::uint64_t rma_address = 0;
   std::uint64_t rkey = 0;
@@ -79,8 +83,8 @@ struct op_t {
   // once the write has landed; is_notice once the op carries that notice.
   std::uint64_t notice_data = 0;
   bool is_notice = false;
-  std::uint8_t reposts = 0;  // RMA: times posted again after a lost connection
-  std::uint64_t repost_at_ns = 0;  // RMA: not posted again before (steady clock)
+  std::uint8_t reposts = 0;  // times posted again after a lost connection
+  std::uint64_t repost_at_ns = 0;  // not posted again before (steady clock)
   bool silent = false;    // an "s" variant: success is not reported
   // recv: a post_recv_multi buffer (buffer, length: all of it), posted until
   // libfabric releases it; the messages it has taken so far (the release
@@ -102,6 +106,9 @@ class op_table_t {
   op_t* alloc(op_pool_t pool);
   // Back to its pool; the op must not be in libfabric's hands.
   void release(op_t* op);
+  // The index of an op of the send pool, in [0, capacity(send)): fixed for
+  // the op's life, so the device may keep per-op storage beside the table.
+  std::size_t send_index_of(const op_t* op) const;
   // The op whose fi_context libfabric returned; asserts it is one of ours
   // and in flight.
   op_t* from_context(void* context);

@@ -78,11 +78,38 @@ struct status_t {
 };
 
 // A peer's registered memory, as plain data a program may copy into a
-// message: base address, the registration's base, and the network key.
+// message (get_rmr at the owner, then any transport). A put or get of
+// `size` bytes at `remote_disp` addresses [base + remote_disp,
+// base + remote_disp + size) at the peer.
+//   base         where remote_disp counts from: get_rmr gives the
+//                registration's start; a program may move it inside.
+//   mr_base      the registration's start.
+//   opaque_rkey  the network's key.
+//   size         the registration's length in bytes, from mr_base (added
+//                after upstream's three fields: code that copies an rmr_t,
+//                or initialises the first three, compiles unchanged).
+// Limits: post_put and post_get (and post_comm with an rmr) check the
+// access against [mr_base, mr_base + size) on the initiator and throw
+// std::invalid_argument naming the rank, remote_disp, size and the
+// region's size before anything reaches the network (an offset + size that
+// overflows is refused as well). Many networks check no bounds (libfabric's
+// shm would never complete such a put; tcp drops the connection), so this
+// check is the only one that is sure to happen.
+// size 0 means "unknown": not checked. get_rmr always fills it (no
+// registration is empty); a zero comes only from an rmr_t built field by
+// field by code written before the field, which keeps working as it did,
+// checked by the target's network alone, where it checks. (Refusing it
+// would break such programs without protecting anyone who uses get_rmr.)
+// Faults: what the target's network still refuses (a stale key: the region
+// was deregistered there) fails that one operation: its completion object
+// gets errorcode_t::fatal; progress() throws it only when nothing else can
+// report it (no completion object, or an injected put that was already
+// done). The connection and the peer go on working.
 struct rmr_t {
   std::uintptr_t base = 0;
   std::uintptr_t mr_base = 0;
   std::uint64_t opaque_rkey = 0;
+  std::size_t size = 0;
   bool is_empty() const { return base == 0 && opaque_rkey == 0; }
 };
 

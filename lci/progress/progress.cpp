@@ -116,13 +116,36 @@ void dispatch_local(device_impl_t& device, const backend::net_status_t& status) 
   LCI_ASSERT(false, "a receive request in a local completion");
 }
 
+// A protection fault of a user's put or get (a stale key: the target
+// deregistered the region; bounds were checked when it was posted,
+// lci/protocol/rma.cpp) belongs to that one operation: the peer and the
+// connection are fine (the backend keeps or restores it), so its completion
+// object hears it as fatal and nothing is thrown. Without a completion
+// object (COMP_NULL), or without a request (an injected put, done at once),
+// nobody would hear of it: it is thrown as other faults are.
+bool reported_to_its_operation(const backend::net_status_t& status) {
+  if (status.fault != backend::net_fault_t::protection || status.user_context == nullptr) {
+    return false;
+  }
+  const auto* request = static_cast<const request_t*>(status.user_context);
+  const bool user_rma =
+      request->kind == request_kind_t::put || request->kind == request_kind_t::get;
+  return user_rma && request->comp != nullptr;
+}
+
 void dispatch(device_impl_t& device, const backend::net_status_t& status) {
   if (status.fault != backend::net_fault_t::none) {
+    if (status.opcode == backend::net_opcode_t::peer_down) {
+      LCI_ASSERT(status.fault == backend::net_fault_t::peer_crashed, "a peer report, not a crash");
+    }
+    const bool reported = reported_to_its_operation(status);
     // The operation will never complete normally: its completion object
-    // hears of it (fatal), then the fault is thrown with rank and address.
+    // hears of it (fatal); unless that is all (above), the fault is thrown
+    // with rank and address.
     if (status.user_context != nullptr) {
       complete_request(static_cast<request_t*>(status.user_context), errorcode_t::fatal);
     }
+    if (reported) return;
     // A dead peer (an operation's fault, or the network's own peer_down
     // report) fails everything waiting on it, and is thrown once per
     // runtime: later faults naming it only complete their operations. Not

@@ -11,7 +11,11 @@
 // Thread safety: any threads may progress one device at once.
 // Blocking:      never. Errors: a network fault (protection, crashed peer)
 //                or a misused message is thrown after the whole batch was
-//                dispatched, so nothing else in the batch is lost.
+//                dispatched, so nothing else in the batch is lost. Except a
+//                protection fault of a put or get with a completion object:
+//                that object gets errorcode_t::fatal and nothing is thrown
+//                (the fault is the operation's alone; rmr_t in
+//                lci/api/lci_types.hpp).
 #pragma once
 
 #include "lci/util/error.hpp"

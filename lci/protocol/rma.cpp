@@ -9,12 +9,56 @@
 #include "lci/protocol/protocol.hpp"
 #include "lci/runtime/device_impl.hpp"
 #include "lci/runtime/runtime_impl.hpp"
+#include "lci/util/assert.hpp"
 
 namespace lci::detail {
 
 namespace {
 
-backend::net_rmr_t net_rmr_of(const rmr_t& rmr) { return {rmr.base, rmr.opaque_rkey}; }
+// Throws std::invalid_argument: "<op>: <what> rank R's registered region
+// of N bytes (rmr_t::size<note>)".
+[[noreturn]] void throw_outside(const char* op, const post_args_t& args, const std::string& what,
+                                const std::string& note) {
+  throw std::invalid_argument(std::string(op) + ": " + what + " rank " +
+                              std::to_string(args.rank) + "'s registered region of " +
+                              std::to_string(args.rmr.size) + " bytes (rmr_t::size" + note + ")");
+}
+
+// Where a put or get lands, as the network is told: the region and the
+// offset into it.
+struct net_target_t {
+  backend::net_rmr_t rmr;
+  std::uint64_t offset = 0;
+};
+
+// The network's view of args.rmr and args.remote_disp once the access
+// [base + remote_disp, + size) is known to lie inside the peer's
+// registration [mr_base, mr_base + size) (rmr_t; size 0 is unknown: not
+// checked, and passed on as it always was). Throws std::invalid_argument
+// before anything is posted: many networks check no bounds at the target
+// (docs/backends/ofi.md), so this is the one check that always happens.
+// Subtractions only: no sum of user values can wrap. A checked access is
+// addressed from mr_base, so that a moved base reaches networks that take
+// offsets into the region (ofi's tcp) as well as those that take addresses.
+net_target_t checked_target(const char* op, const post_args_t& args) {
+  const rmr_t& rmr = args.rmr;
+  if (rmr.size == 0) return {{rmr.base, rmr.opaque_rkey, 0}, args.remote_disp};
+  if (rmr.base < rmr.mr_base || rmr.base - rmr.mr_base > rmr.size) {
+    throw_outside(op, args, "rmr.base = " + std::to_string(rmr.base) + " lies outside",
+                  ", from mr_base = " + std::to_string(rmr.mr_base));
+  }
+  const std::uintptr_t into = rmr.base - rmr.mr_base;
+  const std::size_t room = rmr.size - into;  // bytes from base on
+  if (args.remote_disp > room || args.size > room - args.remote_disp) {
+    throw_outside(op, args,
+                  "remote_disp = " + std::to_string(args.remote_disp) + " with size = " +
+                      std::to_string(args.size) + " ends past",
+                  into == 0 ? "" : "; rmr.base is " + std::to_string(into) + " bytes into it");
+  }
+  const net_target_t target{{rmr.mr_base, rmr.opaque_rkey, rmr.size}, into + args.remote_disp};
+  LCI_ASSERT(target.offset + args.size <= rmr.size, "an access past its region was let through");
+  return target;
+}
 
 // The immediate value of a put/get with a remote completion.
 std::uint32_t signal_imm(const post_args_t& args, protocol::msg_type_t type) {
@@ -53,20 +97,25 @@ status_t abandon(device_impl_t& device, request_t* request, error_t error) {
 
 }  // namespace
 
+// A put or get addresses memory a peer registered, from user input: the
+// access is checked against rmr_t::size first (checked_target), so an
+// out-of-bounds one throws std::invalid_argument and posts nothing. A fault
+// the network still reports later (a stale key) completes the request fatal
+// (lci/progress/progress.cpp).
 status_t post_put(const post_args_t& args) {
+  const net_target_t target = checked_target("post_put", args);
   device_impl_t& device = *args.device;
   backend::net_device_t& net = device.net();
   const bool signal = args.remote_comp != 0;
   const std::uint32_t imm = signal ? signal_imm(args, protocol::msg_type_t::put_signal) : 0;
-  const backend::net_rmr_t rmr = net_rmr_of(args.rmr);
   // Inject completes at once, before the data lands: only for the memory
   // semantic (the network semantic waits for the write's completion).
   if (args.size <= device.inject_size_max() && args.mr.is_empty() &&
       args.comp_semantic == comp_semantic_t::memory) {
     const error_t error = signal ? net.post_putImms(args.rank, args.buffer, args.size,
-                                                    args.remote_disp, rmr, imm)
+                                                    target.offset, target.rmr, imm)
                                  : net.post_puts(args.rank, args.buffer, args.size,
-                                                 args.remote_disp, rmr);
+                                                 target.offset, target.rmr);
     if (!error.is_done()) return status_t(error);
     return finish_at_once(args, status_of(args));
   }
@@ -83,14 +132,15 @@ status_t post_put(const post_args_t& args) {
   error_t error;
   if (!ensure_registered(device, request, &error)) return abandon(device, request, error);
   error = signal ? net.post_putImm(args.rank, args.buffer, args.size, request->mr,
-                                   args.remote_disp, rmr, imm, request)
-                 : net.post_put(args.rank, args.buffer, args.size, request->mr, args.remote_disp,
-                                rmr, request);
+                                   target.offset, target.rmr, imm, request)
+                 : net.post_put(args.rank, args.buffer, args.size, request->mr, target.offset,
+                                target.rmr, request);
   if (!error.is_done() && !error.is_posted()) return abandon(device, request, error);
   return status_t(errorcode_t::posted);
 }
 
 status_t post_get(const post_args_t& args) {
+  const net_target_t target = checked_target("post_get", args);
   device_impl_t& device = *args.device;
   const bool signal = args.remote_comp != 0;
   const std::uint32_t imm = signal ? signal_imm(args, protocol::msg_type_t::get_signal) : 0;
@@ -99,8 +149,8 @@ status_t post_get(const post_args_t& args) {
   request->signal_imm = imm;
   error_t error;
   if (!ensure_registered(device, request, &error)) return abandon(device, request, error);
-  error = device.net().post_get(args.rank, args.buffer, args.size, request->mr, args.remote_disp,
-                                net_rmr_of(args.rmr), request);
+  error = device.net().post_get(args.rank, args.buffer, args.size, request->mr, target.offset,
+                                target.rmr, request);
   if (!error.is_done() && !error.is_posted()) return abandon(device, request, error);
   return status_t(errorcode_t::posted);
 }

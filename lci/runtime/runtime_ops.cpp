@@ -11,6 +11,7 @@
 #include "lci/protocol/immediate.hpp"
 #include "lci/runtime/allocator.hpp"
 #include "lci/runtime/resolve.hpp"
+#include "lci/util/assert.hpp"
 
 namespace lci {
 
@@ -293,6 +294,11 @@ rmr_t get_rmr_x::call_impl(mr_t mr, runtime_t runtime) const {
   rmr.base = net_rmr.base;
   rmr.mr_base = net_rmr.base;
   rmr.opaque_rkey = net_rmr.rkey;
+  rmr.size = net_rmr.size;
+  // Never 0 here: 0 is what an rmr_t from older code means by "unknown,
+  // not checked" (lci_types.hpp).
+  LCI_ASSERT(rmr.size > 0, "get_rmr: the region's size is lost");
+  LCI_ASSERT(rmr.size == impl->net_mr.size, "get_rmr: not the registration's size");
   return rmr;
 }
 

@@ -409,6 +409,9 @@ TEST_P(BackendConformance, RegistrationAndKeys) {
     const net_rmr_t rmr_a = ep.device().get_rmr(mr_a);
     const net_rmr_t rmr_b = ep.device().get_rmr(mr_b);
     LCI_CONFORM(rmr_a.base == reinterpret_cast<std::uintptr_t>(a.data()), "rmr base");
+    // The region's size: what the runtime checks every put and get against.
+    LCI_CONFORM(rmr_a.size == a.size(), "rmr size " << rmr_a.size << ", not " << a.size());
+    LCI_CONFORM(rmr_b.size == b.size(), "rmr size " << rmr_b.size << ", not " << b.size());
     LCI_CONFORM(!rmr_a.is_empty() && !rmr_b.is_empty(), "empty rmr");
     LCI_CONFORM(rmr_a.base != rmr_b.base || rmr_a.rkey != rmr_b.rkey, "two regions, one key");
     ep.device().deregister_memory(&mr_a);

@@ -1,0 +1,294 @@
+// RMA against a peer's registration (rmr_t in lci/api/lci_types.hpp,
+// lci/protocol/rma.cpp): a put or get outside [mr_base, mr_base + size)
+// throws std::invalid_argument on the initiator, naming rank, offset, size
+// and the region's size, before anything reaches the network (an offset
+// that overflows with the size included); accesses up to the last byte, a
+// moved base and an rmr_t without its size (older code: not checked) still
+// work; what the target's network refuses (a stale key) fails that one
+// operation, fatal through its completion object, and the job goes on.
+// The simulated network checks keys and bounds at the target as a NIC does
+// (sim/sim_world.cpp), so an access the runtime let through would come
+// back as a fault instead of a throw.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <functional>
+#include <initializer_list>
+#include <limits>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "lci.hpp"
+#include "sim/sim_harness_gtest.hpp"
+#include "tests/runtime/runtime_test_util.hpp"
+
+namespace {
+
+using lci::runtime_test::post_retrying;
+using lci::runtime_test::require;
+using lci::runtime_test::round_trip;
+
+constexpr std::size_t window_bytes = 4096;
+constexpr int target_rank = 1;
+
+// `post` must throw std::invalid_argument naming every fragment.
+void expect_refused(const std::string& what, const std::function<void()>& post,
+                    std::initializer_list<std::string> fragments) {
+  try {
+    post();
+  } catch (const std::invalid_argument& error) {
+    const std::string message = error.what();
+    for (const std::string& fragment : fragments) {
+      require(message.find(fragment) != std::string::npos,
+              what + ": \"" + message + "\" lacks \"" + fragment + "\"");
+    }
+    return;
+  } catch (const std::exception& error) {
+    throw std::runtime_error(what + ": threw the wrong kind of error: " + error.what());
+  }
+  throw std::runtime_error(what + ": did not throw");
+}
+
+lci::status_t wait_for(lci::comp_t sync, lci::status_t posted) {
+  if (posted.is_posted()) lci::sync_wait(sync, &posted);
+  return posted;
+}
+
+// Rank 1's window, registered, and its rmr on both ranks.
+class window_t {
+ public:
+  explicit window_t(lci::sim::rank_env_t& env) : bytes_(window_bytes, 0) {
+    lci::rmr_t mine{};
+    if (env.rank() == target_rank) {
+      mr_ = lci::register_memory(bytes_.data(), bytes_.size());
+      mine = lci::get_rmr(mr_);
+      require(mine.size == window_bytes, "get_rmr gave size " + std::to_string(mine.size));
+    }
+    lci::rmr_t all[2];
+    env.allgather(&mine, sizeof(mine), all);
+    rmr_ = all[target_rank];
+  }
+  ~window_t() {
+    if (!mr_.is_empty()) lci::deregister_memory(&mr_);
+  }
+  window_t(const window_t&) = delete;
+  window_t& operator=(const window_t&) = delete;
+
+  const lci::rmr_t& rmr() const { return rmr_; }
+  std::vector<char>& bytes() { return bytes_; }
+
+ private:
+  std::vector<char> bytes_;
+  lci::mr_t mr_;
+  lci::rmr_t rmr_;
+};
+
+void run_two_ranks(const std::function<void(lci::sim::rank_env_t&)>& body) {
+  lci::sim::sweep_t sweep;
+  sweep.seeds_count = 4;
+  sweep.configure = [](lci::sim::run_options_t& options) { options.log = false; };
+  lci::sim::expect_runs_ok(2, sweep, [&body](lci::sim::rank_env_t& env) {
+    lci::g_runtime_init();
+    body(env);
+    round_trip(1 - env.rank(), 1000);  // the runtime still works
+    lci::barrier();
+    lci::g_runtime_fina();
+  });
+}
+
+void refuse_out_of_bounds(const lci::rmr_t& rmr, lci::comp_t sync) {
+  std::vector<char> source(2 * window_bytes, 'x');
+  char* const buffer = source.data();
+  constexpr std::uintptr_t far = std::uintptr_t{1} << 40;
+  constexpr std::uintptr_t top = std::numeric_limits<std::uintptr_t>::max() - 3;
+  expect_refused("a put of 8192 bytes at 4000",
+                 [&] { (void)lci::post_put(target_rank, buffer, 8192, sync, 4000, rmr); },
+                 {"post_put", "rank 1", "remote_disp = 4000", "size = 8192", "4096 bytes"});
+  expect_refused("a put of 8 bytes at 2^40",
+                 [&] { (void)lci::post_put(target_rank, buffer, 8, sync, far, rmr); },
+                 {"remote_disp = " + std::to_string(far), "size = 8"});
+  expect_refused("a put whose offset + size overflows",
+                 [&] { (void)lci::post_put(target_rank, buffer, 8, sync, top, rmr); },
+                 {"remote_disp = " + std::to_string(top)});
+  expect_refused("a get of 8192 bytes at 4000",
+                 [&] { (void)lci::post_get(target_rank, buffer, 8192, sync, 4000, rmr); },
+                 {"post_get", "rank 1", "remote_disp = 4000", "size = 8192", "4096 bytes"});
+  expect_refused("a zero-byte put past the end",
+                 [&] { (void)lci::post_put(target_rank, buffer, 0, sync, window_bytes + 1, rmr); },
+                 {"remote_disp = 4097", "size = 0"});
+  expect_refused("post_comm with an rmr, one byte over",
+                 [&] {
+                   (void)lci::post_comm_x(lci::direction_t::OUT, target_rank, buffer, 9, sync)
+                       .remote_disp(window_bytes - 8)
+                       .rmr(rmr)();
+                 },
+                 {"post_put", "remote_disp = 4088", "size = 9"});
+  lci::buffers_t list = {{buffer, window_bytes}, {buffer, 1}};
+  expect_refused("a buffer list of 4097 bytes",
+                 [&] {
+                   (void)lci::post_put_x(target_rank, nullptr, 0, sync, 0, rmr)
+                       .local_buffers(list)();
+                 },
+                 {"size = 4097"});
+  lci::rmr_t moved = rmr;
+  moved.base += 4000;
+  expect_refused("200 bytes from a base moved 4000 bytes in",
+                 [&] { (void)lci::post_put(target_rank, buffer, 200, sync, 0, moved); },
+                 {"remote_disp = 0", "size = 200", "rmr.base is 4000 bytes into it"});
+  lci::rmr_t before = rmr;
+  before.base -= 1;
+  expect_refused("a base before the region",
+                 [&] { (void)lci::post_put(target_rank, buffer, 1, sync, 0, before); },
+                 {"lies outside", "mr_base = " + std::to_string(rmr.mr_base)});
+  require(lci::test_drained().is_done(), "a refused post left an operation in flight");
+}
+
+// Puts that fit exactly: the last 8 bytes, a zero-byte put at the end, and
+// the 88 bytes before them through a base moved 4000 bytes in. Network
+// semantic: each has landed when it completes (the barrier after them
+// could overtake an injected one).
+void put_at_the_edges(const lci::rmr_t& rmr, lci::comp_t sync) {
+  std::vector<char> last(8, 'e');
+  std::vector<char> middle(88, 'm');
+  lci::rmr_t moved = rmr;
+  moved.base += 4000;
+  const auto put = [&](char* buffer, std::size_t size, std::uintptr_t disp, lci::rmr_t to) {
+    return [=] {
+      return lci::post_put_x(target_rank, buffer, size, sync, disp, to)
+          .comp_semantic(lci::comp_semantic_t::network)();
+    };
+  };
+  const std::vector<std::function<lci::status_t()>> posts = {
+      put(last.data(), 8, window_bytes - 8, rmr),
+      put(last.data(), 0, window_bytes, rmr),
+      put(middle.data(), 88, 0, moved),
+  };
+  for (const auto& post : posts) {
+    const lci::status_t status = wait_for(sync, post_retrying(post));
+    require(status.is_done(), std::string("a put that fits: ") + status.error.get_str());
+  }
+}
+
+char expected_edge_byte(std::size_t at) {
+  if (at >= window_bytes - 8) return 'e';
+  if (at >= 4000) return 'm';
+  return 0;
+}
+
+// A put the target's network refuses: fatal through its synchronizer,
+// nothing thrown.
+void expect_fails_alone(const std::string& what, lci::comp_t sync,
+                        const std::function<lci::status_t()>& post) {
+  const lci::status_t status = wait_for(sync, post_retrying(post));
+  require(status.error.errorcode == lci::errorcode_t::fatal,
+          what + ": completed " + std::string(status.error.get_str()) + ", not fatal");
+  require(status.rank == target_rank, what + ": names rank " + std::to_string(status.rank));
+}
+
+// Progresses until progress() throws a protection fault naming rank 1.
+void expect_thrown_fault(const std::string& what) {
+  constexpr int polls_max = 100000;
+  for (int poll = 0; poll < polls_max; ++poll) {
+    try {
+      (void)lci::progress();
+    } catch (const std::runtime_error& error) {
+      const std::string message = error.what();
+      require(message.find("RMA protection fault") != std::string::npos &&
+                  message.find("rank 1") != std::string::npos,
+              what + ": progress() threw " + message);
+      return;
+    }
+  }
+  throw std::runtime_error(what + ": progress() never threw the fault");
+}
+
+// An out-of-bounds put or get throws before it is posted, naming what is
+// wrong; the ones that fit land, and nothing else touched the window.
+TEST(RmaBounds, OutOfBoundsIsRefusedOnTheInitiator) {
+  run_two_ranks([](lci::sim::rank_env_t& env) {
+    window_t window(env);
+    lci::comp_t sync = lci::alloc_sync();
+    if (env.rank() == 0) {
+      refuse_out_of_bounds(window.rmr(), sync);
+      put_at_the_edges(window.rmr(), sync);
+    }
+    lci::barrier();
+    if (env.rank() == target_rank) {
+      for (std::size_t at = 0; at < window_bytes; ++at) {
+        require(window.bytes()[at] == expected_edge_byte(at),
+                "window byte " + std::to_string(at) + " is wrong");
+      }
+    }
+    lci::barrier();  // the window stays registered until rank 0 is done
+    lci::free_comp(&sync);
+  });
+}
+
+// An rmr_t whose size is 0 (built by code older than the field) is not
+// checked: a put that fits works as before, and one that does not reaches
+// the network, which refuses it as a fault of that operation alone.
+TEST(RmaBounds, UnknownSizeIsLeftToTheNetwork) {
+  LCI_SIM_ONLY("a network that checks bounds at the target; shm checks none");
+  run_two_ranks([](lci::sim::rank_env_t& env) {
+    window_t window(env);
+    lci::rmr_t unsized{window.rmr().base, window.rmr().mr_base, window.rmr().opaque_rkey};
+    require(unsized.size == 0, "upstream's three fields leave the size 0");
+    lci::comp_t sync = lci::alloc_sync();
+    if (env.rank() == 0) {
+      std::vector<char> source(2 * window_bytes, 'u');
+      const lci::status_t fits = wait_for(sync, post_retrying([&] {
+        return lci::post_put_x(target_rank, source.data(), window_bytes, sync, 0, unsized)
+            .comp_semantic(lci::comp_semantic_t::network)();
+      }));
+      require(fits.is_done(), std::string("an unsized put that fits: ") + fits.error.get_str());
+      expect_fails_alone("an unsized put of 8192 bytes at 4000", sync, [&] {
+        return lci::post_put(target_rank, source.data(), 8192, sync, 4000, unsized);
+      });
+    }
+    lci::barrier();
+    if (env.rank() == target_rank) {
+      for (char c : window.bytes()) require(c == 'u', "the unsized put did not land");
+    }
+    lci::barrier();
+    lci::free_comp(&sync);
+  });
+}
+
+// A key the target deregistered: each put or get fails alone (fatal to its
+// synchronizer, progress() throws nothing); a COMP_NULL put, which nothing
+// else can report, is thrown by progress().
+TEST(RmaBounds, StaleKeyFailsOnlyItsOperation) {
+  LCI_SIM_ONLY("a network that checks keys at the target; shm checks none");
+  run_two_ranks([](lci::sim::rank_env_t& env) {
+    std::vector<char> doomed(window_bytes, 0);
+    lci::rmr_t mine{};
+    if (env.rank() == target_rank) {
+      lci::mr_t mr = lci::register_memory(doomed.data(), doomed.size());
+      mine = lci::get_rmr(mr);
+      lci::deregister_memory(&mr);
+    }
+    lci::rmr_t all[2];
+    env.allgather(&mine, sizeof(mine), all);
+    const lci::rmr_t stale = all[target_rank];
+    lci::comp_t sync = lci::alloc_sync();
+    if (env.rank() == 0) {
+      std::vector<char> source(1024, 's');
+      expect_fails_alone("a put with a stale key", sync, [&] {
+        return lci::post_put(target_rank, source.data(), source.size(), sync, 0, stale);
+      });
+      expect_fails_alone("a get with a stale key", sync, [&] {
+        return lci::post_get(target_rank, source.data(), source.size(), sync, 0, stale);
+      });
+      (void)post_retrying([&] {
+        return lci::post_put(target_rank, source.data(), source.size(), lci::COMP_NULL, 0, stale);
+      });
+      expect_thrown_fault("a COMP_NULL put with a stale key");
+    }
+    lci::barrier();
+    for (char c : doomed) require(c == 0, "a refused access touched the deregistered region");
+    lci::free_comp(&sync);
+  });
+}
+
+}  // namespace

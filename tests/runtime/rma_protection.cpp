@@ -1,0 +1,222 @@
+// RMA outside what the target registered, as real processes (2 ranks under
+// tools/lcirun, the real-network targets in tests/runtime/BUILD):
+//
+// (a) out of bounds: rank 0 puts 8192 bytes at offset 4000, and 8 bytes at
+//     offset 2^40, into rank 1's 4096-byte window, and gets out of it: each
+//     post must throw std::invalid_argument (the initiator's check against
+//     rmr_t::size, lci/protocol/rma.cpp) before anything reaches the network,
+//     on every provider. shm checks no key or bound at the target: a put
+//     that got there used to wait forever; tcp used to drop the connection.
+// (b) refused at the target: rank 1 registered a second region, handed out
+//     its rmr and deregistered it; rank 0 puts there (a stale key), then
+//     puts 8192 bytes at 4000 into the window through an rmr_t whose size
+//     is 0 (unknown: not checked on the initiator). Each must fail that one
+//     operation (its synchronizer gets errorcode_t::fatal; progress() throws
+//     nothing), and the ranks then still pass a barrier, exchange messages
+//     and put into the live window. Only where the provider checks keys: shm
+//     (libfabric 1.17) checks none, and a stale key there would stall the
+//     endpoint (docs/backends/ofi.md, "Faults"); it prints "skipped".
+//
+// Every rank prints "rank <r>: ok" at the end; a failure prints
+// "rank <r>: error: <what>" and exits 1. Every wait is bounded by wait_max,
+// so a lost completion fails the run instead of hanging it. An argument
+// "bounds" or "refused" runs (a) or (b) alone (default: both), so that each
+// can be watched failing on its own.
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+#include <functional>
+#include <initializer_list>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "lci.hpp"
+#include "tests/runtime/runtime_test_util.hpp"
+
+namespace {
+
+using lci::runtime_test::post_retrying;
+using lci::runtime_test::require;
+using lci::runtime_test::round_trip;
+
+constexpr std::size_t window_bytes = 4096;
+constexpr lci::tag_t rmr_tag = 1;
+constexpr lci::tag_t round_trip_tag = 2;
+constexpr int round_trips_count = 8;
+constexpr auto wait_max = std::chrono::seconds(20);
+
+// What rank 1 hands out: its live window and a deregistered region.
+struct keys_t {
+  lci::rmr_t window;
+  lci::rmr_t stale;
+};
+
+// Waits for `sync` with progress(), at most wait_max.
+lci::status_t wait_for(lci::comp_t sync, const std::string& what) {
+  const auto deadline = std::chrono::steady_clock::now() + wait_max;
+  lci::status_t status;
+  while (!lci::sync_test(sync, &status)) {
+    (void)lci::progress();
+    require(std::chrono::steady_clock::now() < deadline, what + ": no completion within the wait");
+  }
+  return status;
+}
+
+// Posts (retrying) and waits; the status of the operation.
+lci::status_t post_and_wait(lci::comp_t sync, const std::string& what,
+                            const std::function<lci::status_t()>& post) {
+  const lci::status_t status = post_retrying(post);
+  return status.is_posted() ? wait_for(sync, what) : status;
+}
+
+// `post` must throw std::invalid_argument naming every fragment.
+void expect_refused(const std::string& what, const std::function<void()>& post,
+                    std::initializer_list<std::string> fragments) {
+  try {
+    post();
+  } catch (const std::invalid_argument& error) {
+    const std::string message = error.what();
+    for (const std::string& fragment : fragments) {
+      require(message.find(fragment) != std::string::npos,
+              what + ": \"" + message + "\" lacks \"" + fragment + "\"");
+    }
+    return;
+  }
+  throw std::runtime_error(what + ": did not throw std::invalid_argument");
+}
+
+// Whether the provider checks remote keys at the target (shm does not).
+bool provider_checks_keys() {
+  const char* provider = std::getenv("LCI_ATTR_OFI_PROVIDER_NAME");
+  return provider == nullptr || std::string(provider) != "shm";
+}
+
+void out_of_bounds(const keys_t& keys, lci::comp_t sync) {
+  std::vector<char> source(2 * window_bytes, 'x');
+  expect_refused(
+      "a put of 8192 bytes at 4000",
+      [&] { (void)lci::post_put(1, source.data(), 8192, sync, 4000, keys.window); },
+      {"rank 1", "4000", "8192", "4096"});
+  expect_refused(
+      "a put at 2^40",
+      [&] { (void)lci::post_put(1, source.data(), 8, sync, std::uintptr_t{1} << 40, keys.window); },
+      {"rank 1", std::to_string(std::uintptr_t{1} << 40), "4096"});
+  expect_refused(
+      "a get of 8192 bytes at 4000",
+      [&] { (void)lci::post_get(1, source.data(), 8192, sync, 4000, keys.window); },
+      {"rank 1", "4000", "8192", "4096"});
+}
+
+// A put the target's network refuses must fail alone: fatal, naming rank 1
+// (progress() throws nothing meanwhile).
+void expect_put_fails(lci::comp_t sync, const std::string& what, std::size_t size,
+                      std::uintptr_t remote_disp, lci::rmr_t rmr) {
+  std::vector<char> source(size, 's');
+  const lci::status_t status = post_and_wait(sync, what, [&] {
+    return lci::post_put(1, source.data(), source.size(), sync, remote_disp, rmr);
+  });
+  require(status.error.errorcode == lci::errorcode_t::fatal,
+          what + " completed " + status.error.get_str());
+  require(status.rank == 1, what + ": the failed put names rank " + std::to_string(status.rank));
+}
+
+// Rank 0's side of (b).
+void refused_at_target(const keys_t& keys, lci::comp_t sync) {
+  // Over the inject size, so that each put completes through its
+  // synchronizer (an injected put is done at once).
+  expect_put_fails(sync, "the put with a stale key", 1024, 0, keys.stale);
+  // An rmr_t without its size (built by code older than the field) is not
+  // checked on the initiator: the target's network refuses it instead.
+  lci::rmr_t unsized = keys.window;
+  unsized.size = 0;
+  expect_put_fails(sync, "an unchecked put of 8192 bytes at 4000", 8192, 4000, unsized);
+}
+
+// Rank 0 fills the window through a put (proves RMA still works); rank 1
+// checks it after the barrier that follows.
+void put_into_window(const keys_t& keys, lci::comp_t sync) {
+  std::vector<char> source(window_bytes, 'w');
+  const lci::status_t status = post_and_wait(sync, "the put into the window", [&] {
+    return lci::post_put(1, source.data(), source.size(), sync, 0, keys.window);
+  });
+  require(status.is_done(), std::string("the put into the window: ") + status.error.get_str());
+}
+
+// Rank 1: registers the window and a region it deregisters at once, and
+// sends both keys to rank 0.
+void hand_out_keys(std::vector<char>& window, lci::mr_t* window_mr, lci::comp_t sync) {
+  keys_t keys{};
+  *window_mr = lci::register_memory(window.data(), window.size());
+  keys.window = lci::get_rmr(*window_mr);
+  std::vector<char> doomed(window_bytes, 0);
+  lci::mr_t doomed_mr = lci::register_memory(doomed.data(), doomed.size());
+  keys.stale = lci::get_rmr(doomed_mr);
+  lci::deregister_memory(&doomed_mr);  // keys.stale names no region from here on
+  const lci::status_t sent = post_and_wait(sync, "sending the keys", [&] {
+    return lci::post_send(0, &keys, sizeof(keys), rmr_tag, sync);
+  });
+  require(sent.is_done(), "sending the keys failed");
+}
+
+keys_t take_keys(lci::comp_t sync) {
+  keys_t keys{};
+  const lci::status_t got = post_and_wait(sync, "receiving the keys", [&] {
+    return lci::post_recv(1, &keys, sizeof(keys), rmr_tag, sync);
+  });
+  require(got.is_done() && got.size == sizeof(keys), "receiving the keys failed");
+  return keys;
+}
+
+void run(bool bounds, bool refused) {
+  lci::g_runtime_init();
+  const int me = lci::get_rank_me();
+  require(lci::get_rank_n() == 2, "needs exactly 2 ranks");
+  const int peer = 1 - me;
+  lci::comp_t sync = lci::alloc_sync();
+  std::vector<char> window(window_bytes, 0);
+  lci::mr_t window_mr;
+  if (me == 1) {
+    hand_out_keys(window, &window_mr, sync);
+  } else {
+    const keys_t keys = take_keys(sync);
+    if (bounds) {
+      out_of_bounds(keys, sync);
+      std::printf("rank 0: out-of-bounds posts refused\n");
+    }
+    if (refused && provider_checks_keys()) {
+      refused_at_target(keys, sync);
+      std::printf("rank 0: the puts refused at the target failed alone\n");
+    } else if (refused) {
+      std::printf("rank 0: refused at the target: skipped (the provider checks no remote key)\n");
+    }
+    put_into_window(keys, sync);
+  }
+  lci::barrier();
+  for (int i = 0; i < round_trips_count; ++i) round_trip(peer, round_trip_tag);
+  if (me == 1) {
+    for (char c : window) require(c == 'w', "the window does not hold rank 0's put");
+    lci::deregister_memory(&window_mr);
+  }
+  lci::free_comp(&sync);
+  lci::g_runtime_fina();
+  std::printf("rank %d: ok\n", me);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::string part = argc > 1 ? argv[1] : "";
+  try {
+    run(part != "refused", part != "bounds");
+  } catch (const std::exception& error) {
+    std::printf("rank %d: error: %s\n",
+                lci::get_g_runtime().is_empty() ? -1 : lci::get_rank_me(), error.what());
+    std::fflush(stdout);
+    std::_Exit(1);
+  }
+  return 0;
+}
