@@ -118,8 +118,9 @@ void start_rtr(device_impl_t& device, request_t* recv, const rts_t& rts) {
     const backend::net_rmr_t rmr = d.net().get_rmr(recv->mr);
     rtr_t rtr{};
     rtr.send_request = recv->peer_request;
-    rtr.base = rmr.base + (reinterpret_cast<std::uintptr_t>(recv->status.buffer) -
-                           reinterpret_cast<std::uintptr_t>(recv->mr.base));
+    rtr.base = rmr.base;
+    rtr.offset = reinterpret_cast<std::uintptr_t>(recv->status.buffer) -
+                 reinterpret_cast<std::uintptr_t>(recv->mr.base);
     rtr.rkey = rmr.rkey;
     rtr.size = recv->status.size;
     rtr.rdv_id = recv->rdv_id;
@@ -156,9 +157,11 @@ void handle_rtr(device_impl_t& device, int rank, const rtr_t& rtr) {
   if (!with_imm) send->rdv_id = rtr.rdv_id;
   device_impl_t* device_ptr = &device;
   const backend::net_rmr_t rmr{rtr.base, rtr.rkey};
+  const std::uint64_t offset = rtr.offset;
   const std::size_t size = rtr.size;
   const std::uint32_t rdv_id = rtr.rdv_id;
-  (void)device.run_or_backlog([device_ptr, send, rank, rmr, size, rdv_id, with_imm]() -> error_t {
+  (void)device.run_or_backlog([device_ptr, send, rank, rmr, offset, size, rdv_id,
+                               with_imm]() -> error_t {
     backend::net_device_t& net = device_ptr->net();
     // Registered only now (see post_rts); held until the write completes,
     // which needs no peer's progress. Kept across a refused write.
@@ -168,10 +171,10 @@ void handle_rtr(device_impl_t& device, int rank, const rtr_t& rtr) {
       send->mr = send->owned_mr;
     }
     if (with_imm) {
-      return net.post_putImm(rank, send->status.buffer, size, send->mr, 0, rmr,
+      return net.post_putImm(rank, send->status.buffer, size, send->mr, offset, rmr,
                              protocol::make_imm(protocol::msg_type_t::rdv_data, rdv_id), send);
     }
-    return net.post_put(rank, send->status.buffer, size, send->mr, 0, rmr, send);
+    return net.post_put(rank, send->status.buffer, size, send->mr, offset, rmr, send);
   });
 }
 

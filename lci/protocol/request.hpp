@@ -113,7 +113,13 @@ struct rts_t {
 // Rendezvous "ready to receive".
 struct rtr_t {
   std::uint64_t send_request;
-  std::uint64_t base;  // the receive buffer, registered
+  // The receive buffer's registration as get_rmr gave it (its base is the
+  // registration's start, not the buffer's), and where the buffer starts in
+  // it: a network that addresses remote memory by offset (FI_MR_VIRT_ADDR
+  // off, as tcp;ofi_rxm) needs the two apart, or a buffer inside a larger
+  // user registration is written at the registration's start.
+  std::uint64_t base;
+  std::uint64_t offset;
   std::uint64_t rkey;
   std::uint64_t size;     // what the sender writes: min(message, receive capacity)
   std::uint32_t rdv_id;   // the receiver's rendezvous id (FIN / write-with-imm)

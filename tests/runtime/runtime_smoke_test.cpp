@@ -2,6 +2,7 @@
 // active message, a put and a get, then meet in a barrier.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <numeric>
 #include <vector>
@@ -60,6 +61,61 @@ TEST(RuntimeSmoke, SendRecvEverySizeTwoRanks) {
   lci::sim::sweep_t sweep;
   sweep.seeds_count = 4;
   lci::sim::expect_runs_ok(2, sweep, body);
+}
+
+// A rendezvous receive into a buffer that lies inside a larger region the
+// program registered itself (post_recv's mr option): the data must land in
+// the buffer, and the region's bytes around it stay untouched. Over a
+// network that addresses remote memory by offset (tcp;ofi_rxm) the write
+// once landed at the region's start, since the RTR carried the buffer's
+// address with offset 0.
+void receive_inside_a_registration(lci::sim::rank_env_t&) {
+  constexpr std::size_t message_bytes = std::size_t{64} << 10;  // rendezvous
+  constexpr std::size_t buffer_offset = 4096;
+  constexpr lci::tag_t tag = 11;
+  lci::g_runtime_init();
+  lci::comp_t sync = lci::alloc_sync();
+  lci::status_t status;
+  if (lci::get_rank_me() == 0) {
+    std::vector<char> message(message_bytes);
+    fill(message, 7);
+    while (true) {
+      status = lci::post_send(1, message.data(), message.size(), tag, sync);
+      if (!status.is_retry()) break;
+      lci::progress();
+    }
+    if (status.is_posted()) wait_sync(sync, &status);
+  } else {
+    std::vector<char> region(buffer_offset + message_bytes + buffer_offset, 'r');
+    lci::mr_t mr = lci::register_memory(region.data(), region.size());
+    char* buffer = region.data() + buffer_offset;
+    while (true) {
+      status = lci::post_recv_x(0, buffer, message_bytes, tag, sync).mr(mr)();
+      if (!status.is_retry()) break;
+      lci::progress();
+    }
+    if (status.is_posted()) wait_sync(sync, &status);
+    std::vector<char> expected(message_bytes);
+    fill(expected, 7);
+    EXPECT_EQ(0, std::memcmp(buffer, expected.data(), message_bytes)) << "the data missed the buffer";
+    const auto untouched = [](const char* from, std::size_t bytes) {
+      return std::all_of(from, from + bytes, [](char c) { return c == 'r'; });
+    };
+    EXPECT_TRUE(untouched(region.data(), buffer_offset)) << "bytes before the buffer were written";
+    EXPECT_TRUE(untouched(buffer + message_bytes, buffer_offset))
+        << "bytes after the buffer were written";
+    lci::deregister_memory(&mr);
+  }
+  EXPECT_EQ(status.error.errorcode, lci::errorcode_t::done);
+  lci::barrier();
+  lci::free_comp(&sync);
+  lci::g_runtime_fina();
+}
+
+TEST(RuntimeSmoke, RendezvousIntoABufferInsideARegistration) {
+  lci::sim::sweep_t sweep;
+  sweep.seeds_count = 2;
+  lci::sim::expect_runs_ok(2, sweep, receive_inside_a_registration);
 }
 
 }  // namespace
