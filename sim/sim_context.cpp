@@ -52,6 +52,7 @@ std::unique_ptr<backend::net_device_t> sim_context_t::alloc_device(
                                  ? pick(requested.multi_recv_min_free,
                                         multi_recv_min_free_default, attr.max_msg_size)
                                  : 0;
+  resolve_profile_attr(options.profile, &attr);  // the provider's caps (sim_profile.hpp)
   std::uint32_t index;
   {
     util::spinlock_guard_t guard(lock_);

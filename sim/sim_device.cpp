@@ -102,6 +102,10 @@ error_t sim_device_t::fill_packet_locked(const post_args_t& args, packet_t** pac
   if (draw(fault_kind_t::send_queue_full)) return errorcode_t::retry_nomem;
   if (port_->packets_free.empty()) return errorcode_t::retry_nomem;
   if (!port_->cq_has_room()) return errorcode_t::retry_nomem;
+  if (detail::profile_admit_locked(world_, *port_, args.kind, args.rank, args.size) !=
+      refusal_t::none) {
+    return errorcode_t::retry_nomem;  // the provider's -FI_EAGAIN (sim_profile.hpp)
+  }
   packet_t* packet = port_->packets_free.back();
   port_->packets_free.pop_back();
   ++port_->cq_reserved;
@@ -124,6 +128,7 @@ error_t sim_device_t::fill_packet_locked(const post_args_t& args, packet_t** pac
   packet->imm_data = args.imm_data;
   packet->user_context = args.user_context;
   packet->serial = world_.next_serial();
+  detail::profile_note_posted_locked(world_, *port_, packet);
   *delay_ticks = world_.mode() == world_mode_t::deterministic ? draw_delay_locked(args.size) : 0;
   *packet_out = packet;
   return errorcode_t::done;
@@ -132,6 +137,7 @@ error_t sim_device_t::fill_packet_locked(const post_args_t& args, packet_t** pac
 void sim_device_t::unpost(packet_t* packet) {
   detail::port_guard_t guard(port_->lock, detail::port_guard_t::mode_t::wait);
   --port_->cq_reserved;
+  detail::profile_note_home_locked(world_, *port_, packet);
   port_->packets_free.push_back(packet);
 }
 
@@ -184,6 +190,7 @@ error_t sim_device_t::post_recv_locked(const detail::recv_slot_t& slot, bool* cr
 
 error_t sim_device_t::post_recv_slot(const char* what, const detail::recv_slot_t& slot) {
   begin_call();
+  detail::profile_note_call(world_, *port_);
   bool crash = false;
   bool pump = false;
   const error_t error = post_recv_locked(slot, &crash, &pump);
@@ -315,6 +322,7 @@ std::size_t sim_device_t::report_dead_peers_locked(net_status_t* statuses,
 std::size_t sim_device_t::poll_comp(net_status_t* statuses, std::size_t statuses_max) {
   LCI_ASSERT(statuses != nullptr || statuses_max == 0, "poll_comp needs an array");
   begin_call();
+  detail::profile_note_call(world_, *port_);
   if (world_.mode() == world_mode_t::concurrent) world_.drive_wire(port_->device_index);
   bool crash = false;
   bool pump = false;

@@ -30,7 +30,9 @@
 //                inject_size_max; post_recv_multi only with
 //                supports_multi_recv (else std::logic_error), of buffers of
 //                at least multi_recv_min_free bytes (else
-//                std::invalid_argument).
+//                std::invalid_argument). Under a provider profile
+//                (sim_profile.hpp), also retry_nomem for every post the
+//                provider would refuse with -FI_EAGAIN.
 //
 // Life cycle: alloc_device() -> open; destroying the handle closes the port:
 // posted receives are dropped, registrations revoked; messages that arrive

@@ -37,10 +37,16 @@ std::vector<std::uint64_t> seeds_from_env(std::uint64_t seed_first,
 
 std::string replay_command(std::uint64_t seed, const std::string& command) {
   std::string line = std::string(seed_env_name) + "=" + std::to_string(seed) + " ";
+  // A provider profile chosen by environment (sim/sim_profile.hpp) is part
+  // of what the seed replays.
+  const char* profile = std::getenv("LCI_SIM_PROFILE");
+  const bool has_profile = profile != nullptr && *profile != '\0';
+  if (has_profile) line = "LCI_SIM_PROFILE=" + std::string(profile) + " " + line;
   if (!command.empty()) return line + command;
   const char* target = std::getenv("TEST_TARGET");  // set by `bazel test`
   if (target != nullptr && *target != '\0') {
-    return line + "bazel test --test_env=" + seed_env_name + " " + target;
+    return line + "bazel test --test_env=" + seed_env_name +
+           (has_profile ? " --test_env=LCI_SIM_PROFILE " : " ") + target;
   }
   const char* program = program_invocation_name;
   return line + (program != nullptr ? program : "<test command>");

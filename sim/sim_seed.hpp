@@ -26,7 +26,8 @@ std::uint64_t seed_from_env(std::uint64_t default_seed);
 std::vector<std::uint64_t> seeds_from_env(std::uint64_t seed_first,
                                           std::size_t seeds_count);
 
-// One line that reruns `seed`: `LCI_SIM_SEED=<seed> <command>`. <command> is
+// One line that reruns `seed`: `LCI_SIM_SEED=<seed> <command>` (preceded by
+// LCI_SIM_PROFILE=<name> when that is set: sim_profile.hpp). <command> is
 // `command` if non-empty, else `bazel test --test_env=LCI_SIM_SEED <target>`
 // under `bazel test` (TEST_TARGET is set), else the program's own name.
 std::string replay_command(std::uint64_t seed, const std::string& command);

@@ -66,6 +66,7 @@ bool env_flag_on(const char* name) {
 
 void apply_world_env(world_options_t* options) {
   LCI_ASSERT(options != nullptr, "apply_world_env needs options");
+  apply_profile_env(options);  // first: the switches below override its defaults
   apply_fault_env(&options->faults);
   if (env_flag_on("LCI_SIM_TRACE")) options->trace_events = true;
   if (env_flag_on("LCI_SIM_RMA_WAITS_FOR_TARGET")) options->rma_waits_for_target = true;
@@ -84,14 +85,14 @@ std::string describe_world_options(const world_options_t& o) {
                 "lci sim world: seed=%llu ranks=%d latency_ticks=%llu jitter_ticks=%llu "
                 "bytes_per_tick=%llu net_max_sends=%zu net_max_recvs=%zu net_max_cqes=%zu "
                 "inject_size_max=%zu registrations_max=%zu rma_waits_for_target=%d "
-                "requires_local_mr=%d multi_recv=%d faults: ",
+                "requires_local_mr=%d multi_recv=%d profile=%s faults: ",
                 static_cast<unsigned long long>(o.seed), o.ranks_count,
                 static_cast<unsigned long long>(o.latency_ticks),
                 static_cast<unsigned long long>(o.jitter_ticks),
                 static_cast<unsigned long long>(o.bytes_per_tick), o.net_max_sends,
                 o.net_max_recvs, o.net_max_cqes, o.inject_size_max, o.registrations_max,
                 o.rma_waits_for_target ? 1 : 0, o.requires_local_mr ? 1 : 0,
-                o.multi_recv ? 1 : 0);
+                o.multi_recv ? 1 : 0, get_profile_name(o.profile.kind));
   return line + describe_faults(o.faults);
 }
 
@@ -230,6 +231,7 @@ port_t* world_t::open_port(int rank, std::uint32_t device_index,
     packets.reserve(packets.capacity() + attr.net_max_sends);
   }
   port_t* raw = port.get();
+  detail::init_port_profile(options_, raw);
   for (packet_t& packet : raw->packets) {  // deterministic mode: the wire's timer events
     packet.fire = &world_t::fire_delivery;
     packet.fire_context = this;
@@ -528,8 +530,12 @@ bool world_t::deliver_at_target(port_t& target, packet_t& packet, net_status_t* 
   } else {
     // Manual progress: the RMA waits for the target's next device call
     // (a waiting packet makes its poll_comp and post_recv pump).
-    delivered = (target_calls || !options_.rma_waits_for_target) &&
-                deliver_rma(target, packet, local);
+    // (A get over a profile whose provider reads without the target's
+    // help lands on arrival.)
+    const bool lands_now = target_calls || !options_.rma_waits_for_target ||
+                           (packet.kind == packet_kind_t::get &&
+                            !options_.profile.get_waits_for_target);
+    delivered = lands_now && deliver_rma(target, packet, local);
   }
   if (!delivered) {
     target.waiting_push(&packet);
@@ -585,6 +591,10 @@ bool world_t::deliver_rma(port_t& target, packet_t& packet, net_status_t* local)
               packet.size <= registration.size &&
               address - registration.base <= registration.size - packet.size;
   }
+  const bool stalled = (packet.profile_flags & detail::packet_stalled) != 0;
+  if ((!allowed || stalled) && !options_.profile.checks_remote_keys) {
+    return detail::profile_deliver_unchecked_locked(*this, target, packet);
+  }
   if (!allowed) {
     local->fault = net_fault_t::protection;
     local->fault_address = address;
@@ -620,6 +630,7 @@ void world_t::complete_local(packet_t* packet, const net_status_t& local) {
   detail::port_guard_t guard(origin.lock, detail::port_guard_t::mode_t::wait);
   LCI_ASSERT(origin.cq_reserved > 0, "a post had no completion slot reserved");
   --origin.cq_reserved;
+  detail::profile_note_home_locked(*this, origin, packet);
   const bool report = packet->signaled || local.fault != net_fault_t::none;
   if (report && !origin.crashed) {
     origin.cq_push(local);  // an "s" variant's user_context is nullptr
@@ -635,6 +646,7 @@ void world_t::release_dropped(packet_t* packet) {
   detail::port_guard_t guard(origin.lock, detail::port_guard_t::mode_t::wait);
   LCI_ASSERT(origin.cq_reserved > 0, "a post had no completion slot reserved");
   --origin.cq_reserved;
+  detail::profile_note_home_locked(*this, origin, packet);
   trace_event('Z', *packet, net_fault_t::peer_crashed);
   LCI_ASSERT(origin.packets_free.size() < origin.packets.size(), "packet returned twice");
   origin.packets_free.push_back(packet);

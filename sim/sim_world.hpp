@@ -63,7 +63,10 @@
 // Limits:        ranks_count_max ranks, devices_per_rank_max devices per rank,
 //                net_max_sends in-flight posts per device (retry_nomem
 //                beyond), net_max_recvs receives, net_max_cqes completions,
-//                registrations_max registrations per device.
+//                registrations_max registrations per device; under a
+//                provider profile (sim_profile.hpp) also that provider's
+//                refusals, and up to cq_overflow_max completions past
+//                net_max_cqes.
 #pragma once
 
 #include <cstddef>
@@ -79,6 +82,7 @@
 #include "lci/util/cache.hpp"
 #include "lci/util/spinlock.hpp"
 #include "sim/sim_faults.hpp"
+#include "sim/sim_profile.hpp"
 #include "sim/sim_prng.hpp"
 #include "sim/sim_scheduler.hpp"
 
@@ -121,12 +125,17 @@ struct world_options_t {
   // they never do, so the caller posts one buffer per message (post_recv).
   // LCI_SIM_MULTI_RECV=0|1.
   bool multi_recv = true;
+  // How devices behave at their limits: today's simulator, or as libfabric's
+  // shm or tcp;ofi_rxm (sim_profile.hpp). Set by apply_provider_profile(),
+  // which also sets the device defaults above; LCI_SIM_PROFILE=shm|tcp.
+  provider_profile_t profile;
 };
 
 // Whether environment variable `name` is set to something other than "" or
 // "0" (how the LCI_SIM_* switches are turned on).
 bool env_flag_on(const char* name);
-// Applies LCI_SIM_FAULT_<NAME> (sim_faults.hpp), LCI_SIM_TRACE=1,
+// Applies LCI_SIM_PROFILE (first: sim_profile.hpp), LCI_SIM_FAULT_<NAME>
+// (sim_faults.hpp), LCI_SIM_TRACE=1,
 // LCI_SIM_RMA_WAITS_FOR_TARGET=1, LCI_SIM_REQUIRES_LOCAL_MR=0 and
 // LCI_SIM_MULTI_RECV=0|1.
 void apply_world_env(world_options_t* options);
@@ -179,6 +188,7 @@ struct packet_t : timer_event_t {
   void* user_context = nullptr;
   std::uint64_t serial = 0;       // world-wide post number (trace)
   std::byte* inline_data = nullptr;  // this packet's slot in the port arena
+  std::uint8_t profile_flags = 0;    // sim_profile.hpp (packet_small_put, ...)
 };
 
 // A posted receive: a buffer of post_recv takes one message; a multi-receive
@@ -369,6 +379,7 @@ struct port_t {
   std::vector<bool> peers_reported;
   int crashes_reported_count = 0;
   prng_t prng;  // this port's draws (delays, faults), under `lock`
+  port_profile_state_t profile;  // provider profile (sim_profile.hpp)
 
   std::size_t packets_in_flight() const { return packets.size() - packets_free.size(); }
   bool cq_has_room() const { return cq_count + cq_reserved < cq.size(); }
@@ -455,6 +466,11 @@ class world_t {
   }
 
   // ---- used by sim_context_t / sim_device_t ----
+  // The port of device `device_index` of `rank`, or nullptr before it is
+  // allocated (provider profiles read a peer's state through it).
+  detail::port_t* port_of(int rank, std::uint32_t device_index) {
+    return find_port(rank, device_index);
+  }
   detail::port_t* open_port(int rank, std::uint32_t device_index,
                             const backend::net_device_attr_t& attr);
   void close_port(detail::port_t* port);
