@@ -95,8 +95,10 @@ device_impl_t::~device_impl_t() {
     delete request;
   }
   // Closing the network device drops the pre-posted receives; their packets
-  // stay out of the pool until the pool's owner reclaims them at teardown.
+  // stay out of the pool until the pool's owner reclaims them at teardown,
+  // and their share goes back for the pool's other devices.
   net_.reset();
+  packet_pool_->return_receive_share(recvs_posted_.load(util::mo_relaxed));
   while (backlog_.pop()) {
   }
 }
@@ -215,13 +217,21 @@ void device_impl_t::drain_before_close() {
 bool device_impl_t::post_receives() {
   bool posted_any = false;
   // relaxed: see recvs_posted_.
-  while (recvs_posted_.load(util::mo_relaxed) < recvs_target_) {
+  while (true) {
+    const std::size_t posted = recvs_posted_.load(util::mo_relaxed);
+    if (posted >= recvs_target_) break;
+    // The pool's receive share (packet_pool_impl_t) keeps packets for sends.
+    if (!packet_pool_->take_receive_share(posted == 0)) break;
     void* packet = packet_pool_->pool.get();
-    if (packet == nullptr) break;
+    if (packet == nullptr) {
+      packet_pool_->return_receive_share(1);
+      break;
+    }
     const error_t error = net_->post_recv(packet, packet_payload_max(), backend::net_mr_t{},
                                           nullptr);
     if (!error.is_done()) {
       packet_pool_->pool.put(packet);
+      packet_pool_->return_receive_share(1);
       break;
     }
     recvs_posted_.fetch_add(1, util::mo_relaxed);

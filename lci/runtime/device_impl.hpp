@@ -123,7 +123,10 @@ class device_impl_t {
     return post_receives();
   }
   // A pre-posted packet took a message (it is the runtime's now).
-  void note_receive_consumed() { recvs_posted_.fetch_sub(1, util::mo_relaxed); }
+  void note_receive_consumed() {
+    recvs_posted_.fetch_sub(1, util::mo_relaxed);  // relaxed: see recvs_posted_
+    packet_pool_->return_receive_share(1);
+  }
   // The bytes of an arrival (a recv completion of a pre-posted receive) are
   // no longer read: its packet goes back to the pool, or its region's hold
   // is let go (arrival_t calls this).

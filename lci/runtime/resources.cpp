@@ -1,6 +1,9 @@
 #include "lci/runtime/resources.hpp"
 
+#include <algorithm>
+
 #include "lci/runtime/runtime_impl.hpp"
+#include "lci/util/assert.hpp"
 
 namespace lci::detail {
 
@@ -8,7 +11,24 @@ packet_pool_impl_t::packet_pool_impl_t(runtime_impl_t* runtime, const attr_packe
                                        std::size_t packet_return_threshold)
     : runtime(runtime),
       attr(attr),
-      pool(attr.packet_size, attr.npackets, /*deques_count_max=*/64, packet_return_threshold) {}
+      pool(attr.packet_size, attr.npackets, /*deques_count_max=*/64, packet_return_threshold),
+      receive_packets_max_(attr.npackets - std::max<std::size_t>(1, attr.npackets / 4)) {
+  LCI_ASSERT(attr.npackets >= 1, "a packet pool without packets");
+}
+
+bool packet_pool_impl_t::take_receive_share(bool device_has_none) {
+  // relaxed: see receive_packets_.
+  const std::size_t before = receive_packets_.fetch_add(1, util::mo_relaxed);
+  if (before < receive_packets_max_ || device_has_none) return true;
+  receive_packets_.fetch_sub(1, util::mo_relaxed);  // relaxed: as above
+  return false;
+}
+
+void packet_pool_impl_t::return_receive_share(std::size_t count) {
+  // relaxed: see receive_packets_.
+  const std::size_t before = receive_packets_.fetch_sub(count, util::mo_relaxed);
+  LCI_ASSERT(before >= count, "more receive packets returned than taken");
+}
 
 matching_engine_impl_t::matching_engine_impl_t(runtime_impl_t* runtime,
                                                const attr_matching_engine_t& attr,

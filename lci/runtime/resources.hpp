@@ -20,6 +20,7 @@
 #include "lci/api/lci_generated.hpp"
 #include "lci/matching/matching_table.hpp"
 #include "lci/packet_pool/packet_pool.hpp"
+#include "lci/util/atomic.hpp"
 
 namespace lci::detail {
 
@@ -44,6 +45,12 @@ class endpoint_impl_t {
   const attr_endpoint_t attr;
 };
 
+// Receives: the devices that receive into a pool keep packets posted
+// (device_impl_t::post_receives), together at most receive_packets_max: the
+// rest (a quarter, at least one) stays for sends, so that a pool shared by
+// many devices, or a small one, never has every packet waiting for an
+// arrival while posts wait for a packet. A device with no receive posted
+// may still take one past the bound (it could receive nothing otherwise).
 class packet_pool_impl_t {
  public:
   packet_pool_impl_t(runtime_impl_t* runtime, const attr_packet_pool_t& attr,
@@ -51,6 +58,18 @@ class packet_pool_impl_t {
   runtime_impl_t* const runtime;
   const attr_packet_pool_t attr;  // packet_size and npackets resolved
   packet_pool::pool_t pool;
+
+  // One packet may be posted as a receive (false: the receives' share is
+  // used up, unless `device_has_none`). Undone by return_receive_share().
+  [[nodiscard]] bool take_receive_share(bool device_has_none);
+  void return_receive_share(std::size_t count);
+  std::size_t receive_packets_max() const { return receive_packets_max_; }
+
+ private:
+  std::size_t receive_packets_max_;
+  // relaxed (both methods): a budget; the packets themselves pass through
+  // the pool, whose own synchronisation orders them.
+  util::atomic<std::size_t> receive_packets_{0};
 };
 
 class matching_engine_impl_t {
