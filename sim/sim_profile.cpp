@@ -62,6 +62,7 @@ provider_profile_t make_tcp() {
   // Ops in flight per endpoint, all peers together: 2048 = tx_size, which
   // net_max_sends never exceeds; no per-peer or per-target bound measured.
   p.checks_remote_keys = true;          // bad key / out of bounds: FI_ECANCELED
+  p.addresses_by_offset = true;         // fi_info domain_attr.mr_mode: no FI_MR_VIRT_ADDR
   p.get_waits_for_target = true;        // fi_read completes only once the peer polls
   p.registrations_table = registrations_table;
   return p;

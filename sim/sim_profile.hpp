@@ -86,6 +86,11 @@ struct provider_profile_t {
   bool small_put_blocks_peer = false;
   std::size_t puts_per_peer_max = 0;  // puts over the inject size; 0: none
   bool checks_remote_keys = true;
+  // A remote address is an offset from the registration's start (mr_mode
+  // without FI_MR_VIRT_ADDR): rmr.base is ignored at the target, as the
+  // ofi backend passes only the offset over such a provider. false: a
+  // virtual address, rmr.base + offset.
+  bool addresses_by_offset = false;
   bool get_waits_for_target = true;
   // The sim's registration table under the profile; devices report
   // registrations_max 0 (no limit known), as the ofi backend does.

@@ -582,11 +582,17 @@ bool world_t::deliver_send(port_t& target, packet_t& packet) {
 bool world_t::deliver_rma(port_t& target, packet_t& packet, net_status_t* local) {
   const std::uint64_t index = (packet.rmr.rkey & 0xFFFFFFFFull) - 1;
   const auto generation = static_cast<std::uint32_t>(packet.rmr.rkey >> 32);
-  const std::uintptr_t address = packet.rmr.base + packet.offset;
-  bool allowed = index < target.registrations.size() && packet.offset <= ~std::uintptr_t{0} - packet.rmr.base;
+  std::uintptr_t address = packet.rmr.base + packet.offset;  // unsigned: may wrap, then refused
+  bool allowed = index < target.registrations.size();
   if (allowed) {
     const detail::registration_t& registration = target.registrations[index];
-    allowed = registration.live && registration.generation == generation &&
+    // By offset (the tcp profile), a base the initiator got wrong lands
+    // elsewhere in the region, as over that provider.
+    const std::uintptr_t base =
+        options_.profile.addresses_by_offset ? registration.base : packet.rmr.base;
+    address = base + packet.offset;
+    allowed = packet.offset <= ~std::uintptr_t{0} - base && registration.live &&
+              registration.generation == generation &&
               address >= registration.base &&
               packet.size <= registration.size &&
               address - registration.base <= registration.size - packet.size;

@@ -9,6 +9,8 @@
 
 #include "lci.hpp"
 #include "sim/sim_harness_gtest.hpp"
+#include "sim/sim_process.hpp"
+#include "sim/sim_profile.hpp"
 
 namespace {
 
@@ -112,10 +114,20 @@ void receive_inside_a_registration(lci::sim::rank_env_t&) {
   lci::g_runtime_fina();
 }
 
+// On the simulator also under the tcp profile, whose target addresses by
+// offset as tcp;ofi_rxm does (sim_profile.hpp: addresses_by_offset).
 TEST(RuntimeSmoke, RendezvousIntoABufferInsideARegistration) {
-  lci::sim::sweep_t sweep;
-  sweep.seeds_count = 2;
-  lci::sim::expect_runs_ok(2, sweep, receive_inside_a_registration);
+  for (const bool by_offset : {false, true}) {
+    lci::sim::sweep_t sweep;
+    sweep.seeds_count = 2;
+    sweep.configure = [by_offset](lci::sim::run_options_t& options) {
+      if (by_offset && options.world.profile.is_default()) {
+        lci::sim::apply_provider_profile(&options.world, lci::sim::profile_kind_t::tcp);
+      }
+    };
+    lci::sim::expect_runs_ok(2, sweep, receive_inside_a_registration);
+    if (lci::sim::process_mode()) break;  // the network is what it is
+  }
 }
 
 }  // namespace
