@@ -22,26 +22,10 @@
 namespace {
 
 using lci::runtime_test::post_retrying;
+using lci::runtime_test::expect_invalid_argument;
 using lci::runtime_test::require;
 
 int peer_of(int rank) { return 1 - rank; }
-
-// `call` must throw std::invalid_argument whose message has every fragment.
-template <typename Call>
-void expect_invalid(const std::string& what, Call&& call,
-                    std::initializer_list<std::string> fragments) {
-  try {
-    call();
-  } catch (const std::invalid_argument& error) {
-    const std::string message = error.what();
-    for (const std::string& fragment : fragments) {
-      require(message.find(fragment) != std::string::npos,
-              what + ": the message \"" + message + "\" lacks \"" + fragment + "\"");
-    }
-    return;
-  }
-  throw std::runtime_error(what + ": did not throw std::invalid_argument");
-}
 
 void run_two_ranks(const std::function<void(lci::sim::rank_env_t&)>& body) {
   lci::sim::sweep_t sweep;
@@ -103,44 +87,44 @@ TEST(AllowPosted, OperationsThatNeverFinishAtOnceAreRefused) {
     const std::size_t large = lci::get_max_bcopy_size() * 2;
     std::vector<char> buffer(large);
     lci::comp_t sync = lci::alloc_sync();
-    expect_invalid("zero-copy send",
-                   [&] {
-                     (void)lci::post_send_x(peer, buffer.data(), large, 1, sync)
-                         .allow_posted(false)();
-                   },
-                   {"allow_posted = false", "size = " + std::to_string(large)});
-    expect_invalid("zero-copy AM with COMP_NULL_RETRY",
-                   [&] { (void)lci::post_am(peer, buffer.data(), large, lci::COMP_NULL_RETRY, 1); },
-                   {"COMP_NULL_RETRY", "zero-copy"});
-    expect_invalid("network-semantic send",
-                   [&] {
-                     (void)lci::post_send_x(peer, buffer.data(), 8, 1, sync)
-                         .comp_semantic(lci::comp_semantic_t::network)
-                         .allow_posted(false)();
-                   },
-                   {"comp_semantic = network"});
+    expect_invalid_argument("zero-copy send",
+                            [&] {
+                              (void)lci::post_send_x(peer, buffer.data(), large, 1, sync)
+                                  .allow_posted(false)();
+                            },
+                            {"allow_posted = false", "size = " + std::to_string(large)});
+    expect_invalid_argument("zero-copy AM with COMP_NULL_RETRY",
+                            [&] { (void)lci::post_am(peer, buffer.data(), large, lci::COMP_NULL_RETRY, 1); },
+                            {"COMP_NULL_RETRY", "zero-copy"});
+    expect_invalid_argument("network-semantic send",
+                            [&] {
+                              (void)lci::post_send_x(peer, buffer.data(), 8, 1, sync)
+                                  .comp_semantic(lci::comp_semantic_t::network)
+                                  .allow_posted(false)();
+                            },
+                            {"comp_semantic = network"});
     lci::mr_t mr = lci::register_memory(buffer.data(), buffer.size());
     const lci::rmr_t rmr = lci::get_rmr(mr);
-    expect_invalid("get",
-                   [&] {
-                     (void)lci::post_get_x(peer, buffer.data(), 8, sync, 0, rmr)
-                         .allow_posted(false)();
-                   },
-                   {"a get"});
-    expect_invalid("allow_posted and allow_retry false",
-                   [&] {
-                     (void)lci::post_send_x(peer, buffer.data(), 8, 1, sync)
-                         .allow_posted(false)
-                         .allow_retry(false)();
-                   },
-                   {"allow_posted = false with allow_retry = false"});
-    expect_invalid("allow_posted and allow_done false",
-                   [&] {
-                     (void)lci::post_recv_x(peer, buffer.data(), 8, 1, sync)
-                         .allow_posted(false)
-                         .allow_done(false)();
-                   },
-                   {"allow_posted = false with allow_done = false"});
+    expect_invalid_argument("get",
+                            [&] {
+                              (void)lci::post_get_x(peer, buffer.data(), 8, sync, 0, rmr)
+                                  .allow_posted(false)();
+                            },
+                            {"a get"});
+    expect_invalid_argument("allow_posted and allow_retry false",
+                            [&] {
+                              (void)lci::post_send_x(peer, buffer.data(), 8, 1, sync)
+                                  .allow_posted(false)
+                                  .allow_retry(false)();
+                            },
+                            {"allow_posted = false with allow_retry = false"});
+    expect_invalid_argument("allow_posted and allow_done false",
+                            [&] {
+                              (void)lci::post_recv_x(peer, buffer.data(), 8, 1, sync)
+                                  .allow_posted(false)
+                                  .allow_done(false)();
+                            },
+                            {"allow_posted = false with allow_done = false"});
     lci::deregister_memory(&mr);
     require(!lci::sync_test(sync, nullptr), "a refused post signalled its comp");
     lci::free_comp(&sync);

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstring>
+#include <initializer_list>
 #include <stdexcept>
 #include <string>
 
@@ -31,6 +32,27 @@ status_t post_retrying(Post&& post) {
     if (status.is_retry()) (void)progress();
   } while (status.is_retry());
   return status;
+}
+
+// `call` must throw std::invalid_argument whose message has every one of
+// `fragments`; fails the rank (naming `what`) otherwise, including when it
+// throws another kind of error.
+template <typename Call>
+void expect_invalid_argument(const std::string& what, Call&& call,
+                             std::initializer_list<std::string> fragments) {
+  try {
+    call();
+  } catch (const std::invalid_argument& error) {
+    const std::string message = error.what();
+    for (const std::string& fragment : fragments) {
+      require(message.find(fragment) != std::string::npos,
+              what + ": the message \"" + message + "\" lacks \"" + fragment + "\"");
+    }
+    return;
+  } catch (const std::exception& error) {
+    throw std::runtime_error(what + ": threw the wrong kind of error: " + error.what());
+  }
+  throw std::runtime_error(what + ": did not throw std::invalid_argument");
 }
 
 // This rank and `peer` (which calls it too) send each other 64 bytes with
