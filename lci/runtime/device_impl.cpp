@@ -95,10 +95,12 @@ device_impl_t::~device_impl_t() {
     delete request;
   }
   // Closing the network device drops the pre-posted receives; their packets
-  // stay out of the pool until the pool's owner reclaims them at teardown,
-  // and their share goes back for the pool's other devices.
+  // stay out of the pool until free_packet_pool or runtime teardown
+  // reclaims them, and their share goes back for the pool's other devices.
   net_.reset();
-  packet_pool_->return_receive_share(recvs_posted_.load(util::mo_relaxed));
+  const std::size_t dropped = recvs_posted_.load(util::mo_relaxed);
+  packet_pool_->return_receive_share(dropped);
+  packet_pool_->note_dropped_receives(dropped);
   while (backlog_.pop()) {
   }
 }

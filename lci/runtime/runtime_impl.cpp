@@ -220,6 +220,11 @@ void runtime_impl_t::free_packet_pool(packet_pool_impl_t* pool) {
             "free_packet_pool: packet_pool is still used by a device (free the device first)");
       }
     }
+    const bool live = std::any_of(packet_pools_.begin(), packet_pools_.end(),
+                                  [pool](const auto& p) { return p.get() == pool; });
+    // Checked before reclaim_before_free() reads the pool; erase_live()
+    // throws the error.
+    if (live) pool->reclaim_before_free();
   }
   if (pool == default_packet_pool_) default_packet_pool_ = nullptr;
   erase_live(packet_pools_, pool, "free_packet_pool: packet_pool");

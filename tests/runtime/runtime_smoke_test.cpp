@@ -11,6 +11,7 @@
 #include "sim/sim_harness_gtest.hpp"
 #include "sim/sim_process.hpp"
 #include "sim/sim_profile.hpp"
+#include "tests/runtime/runtime_test_util.hpp"
 
 namespace {
 
@@ -128,6 +129,34 @@ TEST(RuntimeSmoke, RendezvousIntoABufferInsideARegistration) {
     lci::sim::expect_runs_ok(2, sweep, receive_inside_a_registration);
     if (lci::sim::process_mode()) break;  // the network is what it is
   }
+}
+
+// Without multi-receive buffers a device keeps packets of its pool posted as
+// receives; closing the device drops them, and freeing the pool afterwards
+// takes them back. A packet the program still holds keeps the pool alive,
+// with an error that says so.
+void free_pool_after_its_device(lci::sim::rank_env_t&) {
+  lci::g_runtime_init();
+  lci::packet_pool_t pool = lci::alloc_packet_pool_x().npackets(64)();
+  lci::device_t device = lci::alloc_device_x().packet_pool(pool)();
+  lci::barrier();
+  lci::free_device(&device);
+  void* held = lci::get_upacket_x().packet_pool(pool)();
+  ASSERT_NE(held, nullptr);
+  lci::runtime_test::expect_invalid_argument(
+      "free_packet_pool with a packet held", [&pool] { lci::free_packet_pool(&pool); },
+      {"free_packet_pool", "1 packet(s)"});
+  lci::put_upacket(held);
+  lci::free_packet_pool(&pool);
+  EXPECT_TRUE(pool.is_empty());
+  lci::g_runtime_fina();
+}
+
+TEST(RuntimeSmoke, FreePacketPoolAfterItsDevice) {
+  lci::sim::sweep_t sweep;
+  sweep.seeds_count = 2;
+  sweep.configure = [](lci::sim::run_options_t& options) { options.world.multi_recv = false; };
+  lci::sim::expect_runs_ok(2, sweep, free_pool_after_its_device);
 }
 
 }  // namespace
