@@ -53,9 +53,11 @@ void rank_host_t::note_progress() {
 }
 
 bool rank_host_t::network_running() const {
-  // A stopped run (world_t::abort_run()) throws from every call: waiting
-  // for the network to take a backlog would never end.
-  return !run_over_ && !world_.run_aborted();
+  // A stopped run (world_t::abort_run()) throws from every call, and so
+  // does every call of a rank that crashed (a rank_crash fault can hit
+  // while its runtime drains at teardown): waiting for the network to take
+  // a backlog would never end.
+  return !run_over_ && !world_.run_aborted() && !world_.is_crashed(env_.rank());
 }
 
 rank_host_t* rank_host_t::current() { return current_binding().host; }

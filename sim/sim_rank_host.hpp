@@ -43,7 +43,8 @@ class rank_host_t final : public lci::detail::host_t {
   void note_progress() override;
   // The run is over when the host is destroyed: no fiber is scheduled and
   // no delivery fires any more; or once the run was stopped (concurrent
-  // mode's watchdog, or a rank's failure): every backend call throws.
+  // mode's watchdog, or a rank's failure), or this rank crashed: every
+  // backend call throws.
   bool network_running() const override;
 
   // nullptr unbinds.

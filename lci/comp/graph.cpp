@@ -30,6 +30,29 @@ graph_impl_t::~graph_impl_t() {
   }
 }
 
+bool graph_impl_t::round_in_flight() const {
+  for (const auto& node : nodes_) {
+    // relaxed: a snapshot for a caller that owns the graph's lifetime; a
+    // node that starts running meanwhile needs a start() or a completion
+    // of the caller's own round, which the contract excludes.
+    const std::uint8_t phase = node->phase.load(util::mo_relaxed);
+    if (phase == phase_running || phase == phase_retrying) return true;
+  }
+  return false;
+}
+
+void graph_impl_t::abandon_round() {
+  {
+    util::spinlock_guard_t guard(retry_lock_);
+    retries_ = node_list_t{};
+  }
+  for (const auto& node : nodes_) {
+    // relaxed: teardown; nothing signals the graph any more.
+    node->phase.store(phase_waiting, util::mo_relaxed);
+  }
+  state_.store(state_idle, util::mo_relaxed);  // relaxed: as above
+}
+
 graph_node_t graph_impl_t::add_node(graph_node_run_cb_t fn, void* value,
                                     graph_node_free_cb_t free_cb) {
   check_building("graph_add_node");

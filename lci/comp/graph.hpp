@@ -29,10 +29,12 @@
 //   building       ok             -> running     retry           ok
 //   running        logic_error    logic_error    retry, or done  abort: a
 //                                                -> idle if it   node is in
-//                                                ends the round  flight
+//                                                ends the round  flight (**)
 //   complete       logic_error    -> running     done* -> idle   ok
 //   idle           logic_error    -> running     retry           ok
-// (*: a failed round's test() throws instead, see below.)
+// (*: a failed round's test() throws instead, see below. **: free_comp
+// checks round_in_flight() first and throws std::logic_error; a runtime's
+// teardown, after closing its devices, calls abandon_round().)
 // start() on a building graph checks it is acyclic (std::logic_error
 // otherwise) and freezes it. A round ends on the thread that completes its
 // last node: in start() (every node completed at once), in signal() /
@@ -121,6 +123,16 @@ class graph_impl_t final : public comp_impl_t {
   void mark_complete(graph_node_t node, status_t status);
   // mark_complete(status.user_context, status).
   void signal(status_t status) override;
+
+  // A node's operation is in flight or waits in the retry list: destroying
+  // the graph now would leave that operation a dangling completion object
+  // (free_comp refuses, with std::logic_error). Not concurrently with
+  // start().
+  bool round_in_flight() const;
+  // Teardown of a runtime whose devices are closed: no operation can signal
+  // the graph any more, so a round left in flight is dropped (its nodes
+  // count as never run) and the graph becomes destructible.
+  void abandon_round();
 
   // The graph a node handle belongs to (for graph_node_mark_complete(node),
   // which names no graph).

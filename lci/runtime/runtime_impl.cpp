@@ -6,6 +6,7 @@
 #include <string>
 
 #include "lci/collective/barrier.hpp"
+#include "lci/comp/graph.hpp"
 #include "lci/runtime/device_impl.hpp"
 #include "lci/util/assert.hpp"
 
@@ -80,8 +81,11 @@ void runtime_impl_t::leave() {
   }
 }
 
-runtime_impl_t::~runtime_impl_t() {
+void runtime_impl_t::drain_devices() {
   for (auto& device : devices_) device->drain_before_close();
+}
+
+runtime_impl_t::~runtime_impl_t() {
   // Registrations the user left: closing their devices forgets them.
   mrs_.clear();
   // Devices first: closing a network device drops its pre-posted receives,
@@ -91,6 +95,11 @@ runtime_impl_t::~runtime_impl_t() {
   // messages nobody received, go home before the pools check they are all in.
   for (auto& pool : packet_pools_) pool->pool.reclaim_outstanding();
   packet_pools_.clear();
+  // A graph whose operations the closed devices dropped (a program that
+  // stopped mid-round: it threw, or a peer crashed) can no longer complete.
+  for (auto& comp : comps_) {
+    if (comp->kind() == comp_kind_t::graph) static_cast<graph_impl_t*>(comp.get())->abandon_round();
+  }
   comps_.clear();
   matching_engines_.clear();
 }
@@ -269,6 +278,18 @@ comp_impl_t* runtime_impl_t::adopt_comp(std::unique_ptr<comp_impl_t> comp) {
 }
 
 void runtime_impl_t::free_comp(comp_impl_t* comp) {
+  {
+    util::spinlock_guard_t guard(resources_lock_);
+    const bool live = std::any_of(comps_.begin(), comps_.end(),
+                                  [comp](const auto& c) { return c.get() == comp; });
+    // Checked live before the graph is read; erase_live() throws otherwise.
+    if (live && comp->kind() == comp_kind_t::graph &&
+        static_cast<graph_impl_t*>(comp)->round_in_flight()) {
+      throw std::logic_error(
+          "free_comp: a graph with a node's operation in flight (wait for its round with "
+          "graph_test, or for its completion object, first)");
+    }
+  }
   erase_live(comps_, comp, "free_comp: comp");
 }
 

@@ -129,6 +129,13 @@ class runtime_impl_t {
   // default device, or with a peer known dead (it could not complete).
   // Blocking: until every rank has called it (or a crash is found).
   void leave();
+  // After leave(), right before destruction: progresses every device until
+  // no protocol step waits in its backlog (device_impl_t::
+  // drain_before_close). Not in the destructor: waiting for the network may
+  // be a scheduling point that unwinds (a simulated run torn down), which a
+  // destructor must not let through. A runtime destroyed without it (its
+  // host torn down, network_running() false) drops its backlogs.
+  void drain_devices();
   bool leaving() const {
     // relaxed: set and read by the leaving thread, or read by progress
     // calls the user must not overlap with destruction.

@@ -112,10 +112,11 @@ runtime_t alloc_runtime_x::call_impl(const attr_runtime_t& attr) const {
 
 namespace {
 
-// Leaves (runtime_impl_t::leave(): a collective barrier), then destroys the
-// runtime even when leaving found a crashed peer: that error is rethrown
-// once the runtime is gone. The global slot still names the runtime while
-// it leaves.
+// Leaves (runtime_impl_t::leave(): a collective barrier) and drains the
+// devices' backlogs, then destroys the runtime even when leaving found a
+// crashed peer: that error is rethrown once the runtime is gone. The global
+// slot still names the runtime while it leaves and drains, so that a
+// simulated rank unwound from there still has it finalized by its host.
 void leave_and_destroy(detail::runtime_impl_t* runtime) {
   std::exception_ptr error;
   try {
@@ -123,6 +124,7 @@ void leave_and_destroy(detail::runtime_impl_t* runtime) {
   } catch (...) {
     error = std::current_exception();
   }
+  runtime->drain_devices();
   detail::runtime_impl_t*& global = detail::current_host().g_runtime_slot();
   if (global == runtime) global = nullptr;
   delete runtime;

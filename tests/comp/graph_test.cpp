@@ -495,6 +495,38 @@ TEST_F(GraphTest, EdgeFnThatThrowsSkipsItsTarget) {
   EXPECT_TRUE(graph.test().is_done());
 }
 
+// A runtime's teardown drops a round its closed devices can no longer
+// complete: a posted node and a node in the retry list leave the graph
+// destructible, and every free_cb still runs.
+TEST_F(GraphTest, AnAbandonedRoundIsDestructible) {
+  node_value_t* posted = value("posted", errorcode_t::posted);
+  node_value_t* retrying = value("retrying");
+  retrying->retries_left = 1;
+  {
+    graph_impl_t graph(nullptr);
+    EXPECT_FALSE(graph.round_in_flight()) << "not started";
+    (void)graph.add_node(run_node, posted, free_node);
+    (void)graph.add_node(run_node, retrying, free_node);
+    graph.start();
+    EXPECT_TRUE(graph.round_in_flight());
+    graph.abandon_round();
+    EXPECT_FALSE(graph.round_in_flight());
+  }
+  EXPECT_EQ(take_log(), (log_t{"run posted", "run retrying"}));
+  EXPECT_EQ(posted->freed_count, 1);
+  EXPECT_EQ(retrying->freed_count, 1);
+}
+
+TEST_F(GraphTest, ACompletedRoundIsNotInFlight) {
+  graph_impl_t graph(nullptr);
+  graph_node_t a = add(graph, "a", errorcode_t::posted);
+  graph.start();
+  EXPECT_TRUE(graph.round_in_flight());
+  graph.signal(completion(a, 0));
+  EXPECT_FALSE(graph.round_in_flight());
+  EXPECT_TRUE(graph.test().is_done());
+}
+
 using GraphDeathTest = GraphTest;
 
 TEST_F(GraphDeathTest, CompletingANodeTwiceAborts) {

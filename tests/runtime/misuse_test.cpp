@@ -172,6 +172,24 @@ TEST(Misuse, FreeCompTwice) {
   });
 }
 
+// A graph whose node's operation is in flight would be signalled after it
+// is gone: free_comp refuses, and the graph stays usable.
+TEST(Misuse, FreeGraphWithANodeInFlight) {
+  run_misuse([](lci::sim::rank_env_t&) {
+    lci::comp_t graph = lci::alloc_graph();
+    const lci::graph_node_t node =
+        lci::graph_add_node(graph, [](void*) { return lci::status_t(lci::errorcode_t::posted); });
+    lci::graph_start(graph);
+    expect_fatal<std::logic_error>("free_comp of a running graph",
+                                   [&] { lci::free_comp(&graph); },
+                                   {"free_comp", "in flight"});
+    require(!graph.is_empty(), "the refused free_comp emptied the handle");
+    lci::graph_node_mark_complete(node);
+    require(lci::graph_test(graph).is_done(), "the graph's round did not end");
+    lci::free_comp(&graph);
+  });
+}
+
 TEST(Misuse, FreeDeviceTwice) {
   run_misuse([](lci::sim::rank_env_t&) {
     lci::device_t device = lci::alloc_device();  // collective: both ranks
