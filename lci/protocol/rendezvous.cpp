@@ -105,11 +105,11 @@ void start_rtr(device_impl_t& device, request_t* recv, const rts_t& rts) {
       // Held until the data lands, which only the sender's progress brings
       // about: from the receives' share, so that the sender's own write
       // always finds one here when this rank is the sender of another.
-      if (!d.take_rdv_recv_registration()) return errorcode_t::retry_nomem;
+      if (!d.take_standing_registration()) return errorcode_t::retry_nomem;
       const error_t error =
           d.net().register_memory(recv->status.buffer, recv->capacity, &recv->owned_mr);
       if (!error.is_done()) {
-        d.return_rdv_recv_registration();  // nothing was registered
+        d.return_standing_registration();  // nothing was registered
         return error;
       }
       recv->mr = recv->owned_mr;

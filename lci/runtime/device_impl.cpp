@@ -38,12 +38,13 @@ std::unique_ptr<backend::net_device_t> open_net_device(runtime_impl_t* runtime,
   return runtime->net().alloc_device(requested);
 }
 
-// The registrations rendezvous receives may hold at once. Where the
-// protocol registers local buffers (requires_local_mr), a quarter of the
-// network's registrations, at least one, stays for sends, puts and gets,
-// which finish without a peer's help; otherwise the protocol registers
-// nothing else, and receives may take them all.
-std::size_t rdv_recv_registrations_max_of(const backend::net_device_attr_t& net_attr) {
+// The standing registrations (rendezvous receives' and the program's) a
+// device may hold at once. Where the protocol registers local buffers
+// (requires_local_mr), a quarter of the network's registrations, at least
+// one, stays for sends, puts and gets, which finish without a peer's help;
+// otherwise the protocol registers nothing else, and standing ones may take
+// them all.
+std::size_t standing_registrations_max_of(const backend::net_device_attr_t& net_attr) {
   const std::size_t total = net_attr.registrations_max;
   if (total == 0) return std::numeric_limits<std::size_t>::max();  // no known limit
   const std::size_t reserved = net_attr.requires_local_mr ? std::max<std::size_t>(1, total / 4) : 0;
@@ -65,7 +66,7 @@ device_impl_t::device_impl_t(runtime_impl_t* runtime, const attr_device_t& attr,
       packet_pool_(packet_pool),
       backlog_(backlog_entries_max) {
   const backend::net_device_attr_t& net_attr = net_->attr();
-  rdv_recv_registrations_max_ = rdv_recv_registrations_max_of(net_attr);
+  standing_registrations_max_ = standing_registrations_max_of(net_attr);
   attr_.net_max_sends = net_attr.net_max_sends;
   attr_.net_max_recvs = net_attr.net_max_recvs;
   attr_.net_max_cqes = net_attr.net_max_cqes;
@@ -126,12 +127,12 @@ void device_impl_t::free_endpoint(endpoint_impl_t* endpoint) {
   throw std::invalid_argument("free_endpoint: not a live endpoint of its device");
 }
 
-bool device_impl_t::take_rdv_recv_registration() {
+bool device_impl_t::take_standing_registration() {
   // relaxed: a budget; the registration a share admits is made afterwards
   // by the same thread, and the network bounds the real number anyway.
-  const std::size_t before = rdv_recv_registrations_.fetch_add(1, util::mo_relaxed);
-  if (before < rdv_recv_registrations_max_) return true;
-  rdv_recv_registrations_.fetch_sub(1, util::mo_relaxed);  // relaxed: as above
+  const std::size_t before = standing_registrations_.fetch_add(1, util::mo_relaxed);
+  if (before < standing_registrations_max_) return true;
+  standing_registrations_.fetch_sub(1, util::mo_relaxed);  // relaxed: as above
   return false;
 }
 
@@ -141,13 +142,13 @@ void device_impl_t::release_owned_mr(request_t* request) {
   LCI_ASSERT(request->owned_mr.is_empty(), "a deregistered mr is not empty");
   // Only a rendezvous receive registers for itself among receives (an
   // eager one copies from a packet).
-  if (request->kind == request_kind_t::recv) return_rdv_recv_registration();
+  if (request->kind == request_kind_t::recv) return_standing_registration();
 }
 
-void device_impl_t::return_rdv_recv_registration() {
-  // relaxed: as in take_rdv_recv_registration().
-  const std::size_t before = rdv_recv_registrations_.fetch_sub(1, util::mo_relaxed);
-  LCI_ASSERT(before >= 1, "a rendezvous receive's registration share returned twice");
+void device_impl_t::return_standing_registration() {
+  // relaxed: as in take_standing_registration().
+  const std::size_t before = standing_registrations_.fetch_sub(1, util::mo_relaxed);
+  LCI_ASSERT(before >= 1, "a standing registration share returned twice");
 }
 
 std::size_t device_impl_t::packet_payload_max() const {

@@ -143,19 +143,21 @@ class device_impl_t {
     regions_->release_posting(status);
   }
 
-  // Registrations (docs/design/runtime.md, "Registrations"). A rendezvous
-  // receive holds one from its RTR until its data lands, which only the
-  // sender's progress brings about; a send, put or get holds one only until
-  // the network completes it. So rendezvous receives hold at most
-  // rdv_recv_registrations_max() at once, and the rest of the network's
-  // registrations_max stays for the others: a peer's receive that waits for
-  // this rank's write never waits for a registration that only it could
-  // free. false: the receives' share is used up (retry later); true: one
-  // share is the caller's until release_owned_mr() of its request.
-  [[nodiscard]] bool take_rdv_recv_registration();
-  // Gives a share back (release_owned_mr() does, for a receive that used it).
-  void return_rdv_recv_registration();
-  std::size_t rdv_recv_registrations_max() const { return rdv_recv_registrations_max_; }
+  // Registrations (docs/design/runtime.md, "Registrations"). Standing
+  // registrations are held with no end this rank's progress can bring
+  // about: a rendezvous receive's, from its RTR until the sender's write
+  // lands, and the program's own (register_memory), until it deregisters.
+  // A send, put or get holds one only until the network completes it. So
+  // standing registrations are at most standing_registrations_max() at
+  // once, and the rest of the network's registrations_max stays for the
+  // others: a peer's receive that waits for this rank's write never waits
+  // for a registration that only it could free. false: the standing share
+  // is used up (retry later); true: one share is the caller's until
+  // return_standing_registration() (release_owned_mr() of a receive's
+  // request, deregister_memory of the program's).
+  [[nodiscard]] bool take_standing_registration();
+  void return_standing_registration();
+  std::size_t standing_registrations_max() const { return standing_registrations_max_; }
   // Deregisters what `request` registered for itself (if anything), and
   // gives back a rendezvous receive's share.
   void release_owned_mr(request_t* request);
@@ -202,10 +204,10 @@ class device_impl_t {
   util::atomic<std::int64_t> in_flight_count_{0};
   watch_list_t watch_list_;
   rdv_table_t rdv_table_;
-  // Registrations rendezvous receives hold (take_rdv_recv_registration),
-  // and their bound, set at construction.
-  util::atomic<std::size_t> rdv_recv_registrations_{0};
-  std::size_t rdv_recv_registrations_max_ = 0;
+  // Standing registrations held (take_standing_registration), and their
+  // bound, set at construction.
+  util::atomic<std::size_t> standing_registrations_{0};
+  std::size_t standing_registrations_max_ = 0;
 };
 
 }  // namespace lci::detail

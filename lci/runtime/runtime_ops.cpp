@@ -264,12 +264,29 @@ mr_t register_memory_x::call_impl(void* address, std::size_t size, device_t devi
   // A refusal may be transient (registrations freed by operations that
   // complete during progress): retry a bounded number of times first.
   constexpr int attempts_max = 1024;
+  // The program's registration stands until it deregisters: it comes out of
+  // the device's standing share, so that the protocol's writes always find
+  // one (device_impl_t::take_standing_registration).
+  int attempt = 1;
+  bool taken = d.take_standing_registration();
+  for (; !taken && attempt < attempts_max; ++attempt) {
+    if (detail::progress_device(d).is_retry()) rt.host().idle("register_memory");
+    taken = d.take_standing_registration();
+  }
+  if (!taken) {
+    throw std::runtime_error(
+        "register_memory: the device's registrations are taken (" +
+        std::to_string(d.standing_registrations_max()) +
+        " may stand at once, the program's and rendezvous receives'; the rest of the "
+        "network's registrations_max is kept for the protocol's writes); deregister some");
+  }
   error_t error = d.net().register_memory(address, size, &net_mr);
-  for (int attempt = 1; error.is_retry() && attempt < attempts_max; ++attempt) {
+  for (; error.is_retry() && attempt < attempts_max; ++attempt) {
     if (detail::progress_device(d).is_retry()) rt.host().idle("register_memory");
     error = d.net().register_memory(address, size, &net_mr);
   }
   if (!error.is_done()) {
+    d.return_standing_registration();
     throw std::runtime_error("register_memory: the network refused to register " +
                              std::to_string(size) + " bytes " + std::to_string(attempts_max) +
                              " times (" + error.get_str() + ")");
@@ -285,6 +302,7 @@ void deregister_memory_x::call_impl(mr_t* mr, runtime_t runtime) const {
   // before is refused there, never dereferenced.
   std::unique_ptr<detail::mr_impl_t> owned = resolve_runtime(runtime).take_mr(mr->p_impl);
   owned->device->net().deregister_memory(&owned->net_mr);
+  owned->device->return_standing_registration();
   mr->p_impl = nullptr;
 }
 
