@@ -49,6 +49,14 @@ int rank_main(int argc, char** argv) {
   lci::soak::soak_options_t options;
   if (!parse(argc, argv, &options)) return 2;
   const lci::soak::soak_result_t result = lci::soak::run_soak_rank(options);
+  if (!result.crash_seen && result.in_flight_max < options.expect_in_flight) {
+    std::printf("soak: rank %d FAILED: at most %d ops were in flight per thread, expected %d "
+                "(--expect-in-flight): %s\n",
+                result.rank, result.in_flight_max, options.expect_in_flight,
+                result.describe().c_str());
+    std::fflush(stdout);
+    return 1;
+  }
   const char* crash = result.crash_seen ? " (stopped: a peer crashed)" : "";
   std::printf("soak: rank %d ok%s: %s\n", result.rank, crash, result.describe().c_str());
   std::fflush(stdout);

@@ -87,7 +87,7 @@ std::string soak_usage() {
          "            [--ops-mix am,send,put,put_signal,get,get_signal]\n"
          "            [--comps sync,cq,cq_array,handler,counter,graph,none]\n"
          "            [--no-self] [--seed S] [--exhaust] [--hold-registrations N]\n"
-         "            [--tolerate-crashes] [--quiet]\n";
+         "            [--expect-in-flight N] [--tolerate-crashes] [--quiet]\n";
 }
 
 bool parse_soak_options(int argc, char** argv, soak_options_t* options, std::string* error) {
@@ -122,6 +122,8 @@ bool parse_soak_options(int argc, char** argv, soak_options_t* options, std::str
       ok = parse_mask(value, op_kind_names, op_kinds_count, &options->op_kinds_mask);
     } else if (arg == "--comps") {
       ok = parse_mask(value, comp_kind_names, comp_kinds_count, &options->comp_kinds_mask);
+    } else if (arg == "--expect-in-flight") {
+      ok = parse_int(value, 0, 1 << 20, &options->expect_in_flight);
     } else if (arg == "--hold-registrations") {
       ok = parse_int(value, 0, 1 << 16, &options->held_registrations);
     } else if (arg == "--seed") {

@@ -36,6 +36,9 @@
 //                        memory registered; default 0). Each data device
 //                        always holds 2: the epoch's window and an arena
 //                        its threads take buffers from (ops drawn use_mr)
+//   --expect-in-flight N  fail the rank unless some thread had at least N
+//                        operations in flight at once (that the run kept
+//                        the network as busy as intended; default 0: no check)
 //   --tolerate-crashes   a peer may crash (the sim's rank_crash fault): the
 //                        survivors stop at the first crash they hear of,
 //                        check what they received so far and leave
@@ -90,6 +93,7 @@ struct soak_options_t {
   std::uint64_t seed = 1;
   bool exhaust = false;
   int held_registrations = 0;
+  int expect_in_flight = 0;  // 0: no expectation
   bool tolerate_crashes = false;
   bool quiet = false;
 
