@@ -350,6 +350,8 @@ class ofi_device_t final : public backend::net_device_t {
   // count when a peer was last found dead (dead_report_due_locked()).
   std::uint64_t cq_entries_read_ = 0;
   std::uint64_t cq_entries_read_at_death_ = 0;
+  // LCI_OFI_QUIRK_REMOTE_RMA_CONTEXT (ofi_device.cpp); set at construction.
+  bool quirk_remote_rma_context_ = false;
   std::vector<unsigned char> checked_;  // under lock_: scratch of check_peers_locked
   // Next key for registrations when the application picks keys (no
   // FI_MR_PROV_KEY); keys are never reused, so a stale key never names a
