@@ -1,9 +1,10 @@
 // run_barrier(): the blocking dissemination barrier (barrier.cpp) for
-// callers inside the runtime: barrier() without a comp, and the barrier a
-// leaving rank runs (runtime_impl_t::leave()).
+// callers inside the runtime: the barrier a leaving rank runs
+// (runtime_impl_t::leave()).
 //
-// Thread safety: one call per runtime at a time on each rank, in the same
-//                order on every rank (collective).
+// Thread safety: collective: the collectives of one device are called in
+//                the same order on every rank (one at a time per device);
+//                collectives of different devices may run concurrently.
 // Blocking:      until every rank has entered the barrier; progresses
 //                `device` meanwhile and throws what its progress throws.
 // Errors:        a round cut by a crashed peer does not throw: the status

@@ -59,6 +59,22 @@ class device_impl_t {
   // this device.
   void free_endpoint(endpoint_impl_t* endpoint);
 
+  // What collectives (lci/collective/collective.hpp) keep per device:
+  // calls are numbered per device, not per runtime, so that collectives
+  // running concurrently on two devices never disagree across ranks about
+  // which call is which; the ordinal tells the devices' messages apart in
+  // the collective matching engine they share.
+  struct collective_state_t {
+    // The device's place in its runtime's allocation order (devices pair
+    // across ranks by it, so it is equal on every rank). Set by
+    // runtime_impl_t::alloc_device before the device is shared.
+    std::uint32_t ordinal = 0;
+    // relaxed: a counter; the collectives it numbers are ordered by the
+    // program (same order on every rank).
+    util::atomic<std::uint64_t> sequence{0};
+  };
+  collective_state_t& collective() { return collective_; }
+
   // Largest payload that goes out as an inject / through one packet.
   std::size_t inject_size_max() const { return net_->attr().inject_size_max; }
   std::size_t packet_payload_max() const;
@@ -204,6 +220,7 @@ class device_impl_t {
   util::atomic<std::int64_t> in_flight_count_{0};
   watch_list_t watch_list_;
   rdv_table_t rdv_table_;
+  collective_state_t collective_;
   // Standing registrations held (take_standing_registration), and their
   // bound, set at construction.
   util::atomic<std::size_t> standing_registrations_{0};

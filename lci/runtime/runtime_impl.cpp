@@ -179,6 +179,7 @@ device_impl_t* runtime_impl_t::alloc_device(const attr_device_t& attr, packet_po
     ~release_t() { flag.store(false, util::mo_release); }
   } release{host_.device_allocating()};
   auto device = std::make_unique<device_impl_t>(this, attr, pool);
+  device->collective().ordinal = devices_allocated_++;
   device_impl_t* raw = device.get();
   util::spinlock_guard_t guard(resources_lock_);
   devices_.push_back(std::move(device));

@@ -51,9 +51,6 @@ class runtime_impl_t {
   matching_engine_impl_t* default_matching_engine() const { return default_matching_engine_; }
   // The engine collectives (barrier) match on, apart from user messages.
   matching_engine_impl_t& collective_matching_engine() const { return *collective_matching_engine_; }
-  // Collectives are called in the same order on every rank: the n-th call
-  // gets n everywhere.
-  std::uint64_t next_barrier_sequence() { return barrier_sequence_.fetch_add(1, util::mo_relaxed); }
 
   // Resource life cycle. alloc_* register the resource with this runtime;
   // free_* throw std::invalid_argument naming the resource when it is not a
@@ -176,8 +173,9 @@ class runtime_impl_t {
   packet_pool_impl_t* default_packet_pool_ = nullptr;
   matching_engine_impl_t* default_matching_engine_ = nullptr;
   matching_engine_impl_t* collective_matching_engine_ = nullptr;
-  // relaxed: a counter; the calls it numbers are ordered by the program.
-  util::atomic<std::uint64_t> barrier_sequence_{0};
+  // Devices allocated so far (device_impl_t::collective_state_t::ordinal);
+  // written only by the thread holding host_t::device_allocating().
+  std::uint32_t devices_allocated_ = 0;
   util::atomic<bool> leaving_{false};
 };
 
