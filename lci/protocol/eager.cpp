@@ -324,18 +324,16 @@ bool handle_eager(device_impl_t& device, arrival_t& arrival, protocol::msg_type_
   const backend::net_status_t& net_status = arrival.status();
   runtime_impl_t& runtime = *device.runtime();
   const attr_runtime_t& attr = runtime.attr();
-  const std::uint32_t imm = net_status.imm_data;
-  protocol::msg_fields_t fields;
-  std::size_t header_bytes = 0;
-  if (protocol::imm_has_header(imm)) {
-    protocol::eager_header_t header;
-    std::memcpy(&header, net_status.buffer, sizeof(header));
-    fields = protocol::fields_of(header);
-    header_bytes = sizeof(header);
-  } else {
-    fields = protocol::unpack_imm_value(type, protocol::imm_value(imm), attr.imm_nbits_tag,
-                                        attr.imm_nbits_rcomp);
+  protocol::eager_arrival_t decoded;
+  if (!protocol::decode_eager_arrival(type, net_status.imm_data, net_status.buffer,
+                                      net_status.length, attr.imm_nbits_tag,
+                                      attr.imm_nbits_rcomp, &decoded)) {
+    throw std::runtime_error("lci: a message of " + std::to_string(net_status.length) +
+                             " bytes from rank " + std::to_string(net_status.rank) +
+                             " is too short for the header its immediate data announces");
   }
+  const protocol::msg_fields_t& fields = decoded.fields;
+  const std::size_t header_bytes = decoded.header_bytes;
   const auto* data = static_cast<const std::byte*>(net_status.buffer) + header_bytes;
   const std::size_t size = net_status.length - header_bytes;
   if (type == protocol::msg_type_t::eager_am) {

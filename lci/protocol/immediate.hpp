@@ -23,6 +23,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 #include "lci/api/lci_types.hpp"
 
@@ -84,5 +85,36 @@ msg_fields_t unpack_imm_value(msg_type_t type, std::uint32_t value, unsigned nbi
 
 eager_header_t make_eager_header(const msg_fields_t& fields);
 msg_fields_t fields_of(const eager_header_t& header);
+
+// An eager arrival (eager_send or eager_am) as the target reads it: the
+// fields, from the immediate data or from the eager_header_t leading the
+// payload, and where the user's payload starts.
+struct eager_arrival_t {
+  msg_fields_t fields;
+  std::size_t header_bytes = 0;  // 0, or sizeof(eager_header_t)
+};
+
+// Decodes the `length` bytes at `buffer` that arrived with `imm` (of
+// `type`); false, reading nothing, when `imm` announces a header that the
+// bytes are too short to hold (a corrupt message: handle_eager throws).
+// Extracted from handle_eager (eager.cpp) so that
+// fuzz/eager_header_fuzz.cpp can feed it bytes from outside; that target
+// found the missing length check (the header was copied from past the
+// arrival's end, and the payload size went below zero).
+inline bool decode_eager_arrival(msg_type_t type, std::uint32_t imm, const void* buffer,
+                                 std::size_t length, unsigned nbits_tag, unsigned nbits_rcomp,
+                                 eager_arrival_t* out) {
+  if (imm_has_header(imm)) {
+    if (length < sizeof(eager_header_t)) return false;
+    eager_header_t header;
+    std::memcpy(&header, buffer, sizeof(header));
+    out->fields = fields_of(header);
+    out->header_bytes = sizeof(header);
+  } else {
+    out->fields = unpack_imm_value(type, imm_value(imm), nbits_tag, nbits_rcomp);
+    out->header_bytes = 0;
+  }
+  return true;
+}
 
 }  // namespace lci::protocol

@@ -312,7 +312,12 @@ std::string pmi2_format(const pmi_message_t& message) {
       out += c;
     }
   };
-  std::string body = "cmd=" + message.cmd + ";";
+  // The command is a value like any other: pmi2_parse undoubles its ';'
+  // too (fuzz/bootstrap_wire_fuzz.cpp found a command with ';' that did
+  // not survive format then parse).
+  std::string body = "cmd=";
+  append_escaped(body, message.cmd);
+  body += ";";
   for (const auto& [key, value] : message.fields) {
     if (key.empty() || key.find_first_of(";=") != std::string::npos) {
       throw std::invalid_argument("PMI-2 key " + quote(key) +
