@@ -1,10 +1,11 @@
 #include "lci/progress/progress.hpp"
 
-#include <cstring>
 #include <exception>
 #include <stdexcept>
+#include <string>
 
 #include "lci/protocol/arrival.hpp"
+#include "lci/protocol/control.hpp"
 #include "lci/protocol/protocol.hpp"
 #include "lci/runtime/device_impl.hpp"
 #include "lci/runtime/runtime_impl.hpp"
@@ -23,12 +24,12 @@ union status_batch_t {
   backend::net_status_t statuses[poll_batch_max];
 };
 
-template <typename T>
-T payload_as(const backend::net_status_t& status) {
-  LCI_ASSERT(status.length >= sizeof(T), "control message too short");
-  T value;
-  std::memcpy(&value, status.buffer, sizeof(T));
-  return value;
+// A control message a decoder refused (protocol/control.hpp).
+[[noreturn]] void throw_corrupt(const char* what, const backend::net_status_t& status,
+                                const char* why) {
+  throw std::runtime_error(std::string("lci: a corrupt ") + what + " of " +
+                           std::to_string(status.length) + " bytes from rank " +
+                           std::to_string(status.rank) + ": " + why);
 }
 
 // An arrival whose handler found no packet for what it must keep (possible
@@ -72,14 +73,19 @@ void dispatch_arrival(device_impl_t& device, const backend::net_status_t& status
       dispatch_eager(device, arrival, type);
       return;
     case protocol::msg_type_t::rts: {
-      const rts_t rts = payload_as<rts_t>(status);
+      rts_t rts;
+      const char* why = protocol::decode_rts(status.buffer, status.length,
+                                             device.net().attr().max_msg_size, &rts);
       arrival.release();
+      if (why != nullptr) throw_corrupt("RTS", status, why);
       handle_rts(device, status.rank, rts);
       return;
     }
     case protocol::msg_type_t::rtr: {
-      const rtr_t rtr = payload_as<rtr_t>(status);
+      rtr_t rtr;
+      const char* why = protocol::decode_rtr(status.buffer, status.length, &rtr);
       arrival.release();
+      if (why != nullptr) throw_corrupt("RTR", status, why);
       handle_rtr(device, status.rank, rtr);
       return;
     }

@@ -146,6 +146,13 @@ void refuse_rts(device_impl_t& device, int rank, const rts_t& rts) {
 void handle_rtr(device_impl_t& device, int rank, const rtr_t& rtr) {
   auto* send = reinterpret_cast<request_t*>(rtr.send_request);
   LCI_ASSERT(send->kind == request_kind_t::send_rdv, "RTR for a request that is not a send");
+  // The write reads rtr.size bytes of the send's buffer: never more than
+  // the message (a corrupt RTR must not make this rank read past it).
+  if (rtr.size > send->status.size) {
+    throw std::runtime_error("lci: a corrupt RTR from rank " + std::to_string(rank) + ": " +
+                             std::to_string(rtr.size) + " bytes to write for a message of " +
+                             std::to_string(send->status.size));
+  }
   // The network holds it from here on (the write reports any fault).
   if (!device.runtime()->unwatch(send)) return;  // a crash of the target failed it
   if (rtr.refused != 0) {  // the receive was too small (the receiver threw)

@@ -16,6 +16,7 @@
 
 #include "backends/backend.hpp"
 #include "lci/api/lci_types.hpp"
+#include "lci/protocol/control.hpp"
 #include "lci/protocol/immediate.hpp"
 #include "lci/util/assert.hpp"
 #include "lci/util/atomic.hpp"
@@ -96,36 +97,6 @@ struct request_t : util::thread_cached_t<request_t> {
   // Outgoing operations from their post, rendezvous receives from their RTR
   // (a receive still waiting for a message is not in flight).
   in_flight_mark_t in_flight;
-};
-
-// Rendezvous "ready to send": leads an rts message's payload.
-struct rts_t {
-  std::uint64_t send_request;  // the sender's request_t*, echoed in the RTR
-  std::uint64_t size;
-  tag_t tag;
-  std::uint32_t matching_engine_index;
-  rcomp_t rcomp;
-  std::uint8_t policy;  // matching_policy_t (send)
-  std::uint8_t is_am;
-  std::uint8_t padding[6];
-};
-
-// Rendezvous "ready to receive".
-struct rtr_t {
-  std::uint64_t send_request;
-  // The receive buffer's registration as get_rmr gave it (its base is the
-  // registration's start, not the buffer's), and where the buffer starts in
-  // it: a network that addresses remote memory by offset (FI_MR_VIRT_ADDR
-  // off, as tcp;ofi_rxm) needs the two apart, or a buffer inside a larger
-  // user registration is written at the registration's start.
-  std::uint64_t base;
-  std::uint64_t offset;
-  std::uint64_t rkey;
-  std::uint64_t size;     // what the sender writes: min(message, receive capacity)
-  std::uint32_t rdv_id;   // the receiver's rendezvous id (FIN / write-with-imm)
-  // 1: the receive was too small and finished already; the sender writes
-  // nothing and completes its send with errorcode_t::fatal.
-  std::uint32_t refused;
 };
 
 // An incoming send that found no posted receive: stored in the matching

@@ -1,0 +1,85 @@
+// The rendezvous control messages as they travel (rts_t, rtr_t), and their
+// decoders: an RTS or RTR is bytes from a peer, so every field the protocol
+// acts on is checked before it is trusted. A decoder that refuses names
+// what is wrong; progress (progress.cpp) throws std::runtime_error with it
+// and the sender's rank, as for any corrupt arrival, instead of asserting
+// or reading past the message.
+//
+// What a decoder cannot see, handle_rtr() checks against the send the RTR
+// names: that the size to write is at most the message's.
+//
+// Thread safety: pure functions. Blocking: never. Allocation: none.
+// fuzz/rdv_control_fuzz.cpp feeds them arbitrary bytes.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include "lci/api/lci_types.hpp"
+
+namespace lci::detail {
+
+// Rendezvous "ready to send": leads an rts message's payload.
+struct rts_t {
+  std::uint64_t send_request;  // the sender's request_t*, echoed in the RTR
+  std::uint64_t size;
+  tag_t tag;
+  std::uint32_t matching_engine_index;
+  rcomp_t rcomp;
+  std::uint8_t policy;  // matching_policy_t (send)
+  std::uint8_t is_am;
+  std::uint8_t padding[6];
+};
+
+// Rendezvous "ready to receive".
+struct rtr_t {
+  std::uint64_t send_request;
+  // The receive buffer's registration as get_rmr gave it (its base is the
+  // registration's start, not the buffer's), and where the buffer starts in
+  // it: a network that addresses remote memory by offset (FI_MR_VIRT_ADDR
+  // off, as tcp;ofi_rxm) needs the two apart, or a buffer inside a larger
+  // user registration is written at the registration's start.
+  std::uint64_t base;
+  std::uint64_t offset;
+  std::uint64_t rkey;
+  std::uint64_t size;     // what the sender writes: min(message, receive capacity)
+  std::uint32_t rdv_id;   // the receiver's rendezvous id (FIN / write-with-imm)
+  // 1: the receive was too small and finished already; the sender writes
+  // nothing and completes its send with errorcode_t::fatal.
+  std::uint32_t refused;
+};
+
+}  // namespace lci::detail
+
+namespace lci::protocol {
+
+using detail::rtr_t;
+using detail::rts_t;
+
+// nullptr: *out holds the RTS that leads the `length` bytes at `buffer`;
+// otherwise what is wrong (*out unspecified). `size_max`: the largest
+// message the receiving device accepts (a larger one would only be
+// allocated or matched to fail later).
+inline const char* decode_rts(const void* buffer, std::size_t length, std::size_t size_max,
+                              rts_t* out) {
+  if (length < sizeof(rts_t)) return "shorter than an RTS";
+  std::memcpy(out, buffer, sizeof(rts_t));
+  if (out->is_am > 1) return "is_am is neither 0 nor 1";
+  if (out->policy > static_cast<std::uint8_t>(matching_policy_t::rank_tag)) {
+    return "no such matching policy";
+  }
+  if (out->size > size_max) return "a message size over the device's largest";
+  return nullptr;
+}
+
+// As decode_rts, for an RTR.
+inline const char* decode_rtr(const void* buffer, std::size_t length, rtr_t* out) {
+  if (length < sizeof(rtr_t)) return "shorter than an RTR";
+  std::memcpy(out, buffer, sizeof(rtr_t));
+  if (out->refused > 1) return "refused is neither 0 nor 1";
+  if (out->offset + out->size < out->offset) return "offset + size wraps around";
+  return nullptr;
+}
+
+}  // namespace lci::protocol
