@@ -485,6 +485,16 @@ bool world_t::deliver(packet_t* packet, bool target_calls) {
     release_dropped(packet);  // nobody is left to complete it to
     return true;
   }
+  if (reads_closed_origin(*packet)) {
+    // Its device was freed and the packet would read or write the sender's
+    // memory: as a real network drops what a closed endpoint had not sent,
+    // and never touches the sender's memory again (the payload may be a
+    // packet of a pool freed since: reading it was a use-after-free). A
+    // peer that needed the message waits for it, which the deadlock report
+    // shows. An inject's copy is the network's own and still arrives.
+    release_dropped(packet);
+    return true;
+  }
   net_status_t local;
   local.opcode = local_opcode(packet->kind);
   local.rank = packet->target_rank;
@@ -638,13 +648,23 @@ void world_t::complete_local(packet_t* packet, const net_status_t& local) {
   --origin.cq_reserved;
   detail::profile_note_home_locked(*this, origin, packet);
   const bool report = packet->signaled || local.fault != net_fault_t::none;
-  if (report && !origin.crashed) {
+  // A freed device's completions have no one to poll them.
+  if (report && !origin.crashed && origin.open) {
     origin.cq_push(local);  // an "s" variant's user_context is nullptr
   }
   if (local.fault != net_fault_t::none) trace_event('F', *packet, local.fault);
   LCI_ASSERT(origin.packets_free.size() < origin.packets.size(), "packet returned twice");
   origin.packets_free.push_back(packet);
   count_progress();
+}
+
+bool world_t::reads_closed_origin(packet_t& packet) {
+  const bool own_copy = packet.kind != packet_kind_t::get &&
+                        (packet.size == 0 || packet.payload == packet.inline_data);
+  if (own_copy) return false;
+  port_t& origin = *packet.origin;
+  detail::port_guard_t guard(origin.lock, detail::port_guard_t::mode_t::wait);
+  return !origin.open;
 }
 
 void world_t::release_dropped(packet_t* packet) {

@@ -514,6 +514,10 @@ class world_t {
                    backend::net_status_t* local);
   void complete_local(detail::packet_t* packet, const backend::net_status_t& local);
   void release_dropped(detail::packet_t* packet);
+  // Whether the packet's sending device was freed and the packet still
+  // reads (payload) or writes (get) that side's memory (takes its port's
+  // lock).
+  bool reads_closed_origin(detail::packet_t& packet);
   void fail_packets(detail::packet_t* list, int crashed_rank);
   // Under the port's lock: what describe_leftovers() counts.
   std::size_t live_ops_in_flight(const detail::port_t& port) const;

@@ -112,6 +112,70 @@ TEST(SimNetworkPort, MessagesTakeTheOldestBufferThatFits) {
   }
 }
 
+// A device freed with a send in flight: the network drops the message
+// rather than read the sender's memory after the close (the runtime frees
+// the packet pool it came from), while an inject, whose bytes the network
+// copied at the post, still arrives. The sender overwrites its buffer
+// right after the close: a message that arrives with those bytes was read
+// from memory the sender had taken back.
+TEST(SimNetworkPort, AFreedDevicesSendsAreDroppedAndItsMemoryNeverRead) {
+  constexpr std::size_t bytes = 256;
+  std::size_t dropped_runs = 0;
+  for (std::uint64_t seed : lci::sim::seeds_from_env(90, 8)) {
+    run_options_t options = lci::sim::default_run_options(seed);
+    options.log = false;
+    options.check_leftovers = false;  // the dropped message leaves rank 1's receive posted
+    bool zero_copy_arrived = false;
+    bool inject_arrived = false;
+    bool stale_bytes = false;
+    const run_report_t report = lci::sim::run_ranks(2, options, [&](rank_env_t& env) {
+      auto device = env.context().alloc_device({});
+      std::vector<char> buffer(bytes, 'a');
+      if (env.rank() == 1) {
+        for (int i = 0; i < 2; ++i) {
+          lci::sim::testing::require(
+              device->post_recv(buffer.data() + i * (bytes / 2), bytes / 2, {}, nullptr).is_done(),
+              "post_recv");
+        }
+        std::vector<char> big(bytes);
+        lci::sim::testing::require(device->post_recv(big.data(), bytes, {}, nullptr).is_done(),
+                                   "post_recv");
+        env.barrier();
+        env.barrier();  // rank 0's device is gone
+        lci::backend::net_status_t status;
+        // Until the inject arrived (it must), then a few turns more for the
+        // other: fewer than the deadlock detector allows a quiet rank (64).
+        for (int turn = 0; !inject_arrived || turn < 48; ++turn) {
+          if (device->poll_comp(&status, 1) == 1) {
+            if (status.imm_data == 1) {
+              zero_copy_arrived = true;
+              const char* data = static_cast<const char*>(status.buffer);
+              stale_bytes = std::any_of(data, data + status.length, [](char c) { return c == 'X'; });
+            } else if (status.imm_data == 2) {
+              inject_arrived = true;
+            }
+          }
+          env.wait("the messages");
+        }
+      } else {
+        env.barrier();
+        lci::sim::testing::require(
+            device->post_send(1, buffer.data(), bytes, {}, 1, nullptr).is_posted(), "post_send");
+        char small = 'i';
+        lci::sim::testing::require(device->post_sends(1, &small, 1, 2).is_done(), "post_sends");
+        device.reset();
+        std::fill(buffer.begin(), buffer.end(), 'X');
+        env.barrier();
+      }
+    });
+    ASSERT_TRUE(report.ok) << report.report;
+    EXPECT_FALSE(stale_bytes) << "seed " << seed << ": a message was read after its device closed";
+    EXPECT_TRUE(inject_arrived) << "seed " << seed;
+    if (!zero_copy_arrived) ++dropped_runs;
+  }
+  EXPECT_GT(dropped_runs, 0u) << "no run closed the device before its send was delivered";
+}
+
 // Deterministic mode: the lock is a flag that never finds itself taken, and
 // counts as a held spinlock (so the scheduler's switch check covers it).
 TEST(SimNetworkPort, SingleThreadLockCountsAsASpinlock) {
