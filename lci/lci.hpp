@@ -5,8 +5,19 @@
 // option, run by `()` (lci/api/lci_api.def lists them all).
 #pragma once
 
+// What upstream's lci.hpp includes: programs written for it use these
+// without including them (memset, std::function, ...).
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
 #include "lci/api/lci_generated.hpp"
 #include "lci/api/lci_types.hpp"
+#include "lci/runtime/global_attr.hpp"
 
 namespace lci {
 
@@ -19,6 +30,12 @@ comp_impl_t* comp_null_retry_sentinel();
 inline const comp_t COMP_NULL{};
 // No completion object, but retry is returned to the caller.
 inline const comp_t COMP_NULL_RETRY{detail::comp_null_retry_sentinel()};
+// Upstream's older names of the two.
+inline const comp_t COMP_NULL_EXPECT_DONE = COMP_NULL;
+inline const comp_t COMP_NULL_EXPECT_DONE_OR_RETRY = COMP_NULL_RETRY;
+// Host memory, for the mr option: the empty handle (the runtime registers
+// what it needs), as upstream's MR_HOST is.
+inline const mr_t MR_HOST{};
 
 // Makes any post_*_x functor a graph node: the node posts the operation when
 // it runs; a posted operation completes the node when it signals the graph

@@ -5,7 +5,12 @@
 #include <cstdint>
 #include <cstdlib>
 #include <limits>
+#include <map>
+#include <mutex>
 #include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "lci/util/assert.hpp"
 
@@ -30,10 +35,25 @@ bool equal_ignoring_case(const char* a, const char* b) {
   throw std::invalid_argument(std::string(variable) + "=\"" + value + "\": " + why);
 }
 
-// The variable's value, or nullptr when it is unset.
+std::mutex g_global_values_lock;
+std::map<std::string, std::string> g_global_values;  // guarded by g_global_values_lock
+
+// The variable's value — set_attr_global_values' if it holds one, else the
+// environment's — or nullptr when it is unset. A global value is copied
+// into thread-local storage, valid until this thread's next lookup: every
+// reader parses the text before it looks up another.
 const char* lookup(const char* variable) {
   LCI_ASSERT(variable != nullptr, "an attribute needs a variable name");
   LCI_ASSERT(variable[0] != '\0', "an attribute needs a variable name");
+  thread_local std::string global_value;
+  {
+    std::lock_guard<std::mutex> guard(g_global_values_lock);
+    auto found = g_global_values.find(variable);
+    if (found != g_global_values.end()) {
+      global_value = found->second;
+      return global_value.c_str();
+    }
+  }
   return std::getenv(variable);
 }
 
@@ -164,7 +184,10 @@ bool read_attr_env(const char* variable, std::string* out) {
 }
 
 bool read_attr_env(const char* variable, const char** out) {
-  const char* text = lookup(variable);
+  // The environment only: the attribute keeps the pointer, which a global
+  // value's thread-local copy would not keep valid.
+  LCI_ASSERT(variable != nullptr, "an attribute needs a variable name");
+  const char* text = std::getenv(variable);
   if (text == nullptr) return false;
   *out = text;
   return true;
@@ -199,6 +222,13 @@ bool read_attr_env_enum_index(const char* variable, enum_names_t table, int* out
     expected += table.names[i];
   }
   refuse(variable, text, expected);
+}
+
+void set_attr_global_values(const std::vector<std::pair<std::string, std::string>>& values) {
+  std::map<std::string, std::string> table(values.begin(), values.end());
+  LCI_ASSERT(table.size() == values.size(), "a variable named twice");
+  std::lock_guard<std::mutex> guard(g_global_values_lock);
+  g_global_values.swap(table);
 }
 
 }  // namespace lci::detail

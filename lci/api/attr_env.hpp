@@ -15,6 +15,10 @@
 //   const char*                  the pointer getenv returns
 //   enum                         a value's name (any case)
 // An unset variable leaves the attribute unchanged (the call returns false).
+// Values installed by set_attr_global_values (upstream's
+// set_g_default_attr, lci/runtime/global_attr.hpp) stand in for the
+// environment's, except for const char* attributes, which read the
+// environment only.
 // A malformed value throws std::invalid_argument whose message names the
 // variable and the value, e.g.
 //   LCI_ATTR_NET_MAX_SENDS="abc": not an unsigned integer
@@ -23,7 +27,7 @@
 // Thread safety: reentrant, but getenv must not race with setenv, putenv or
 //                unsetenv anywhere in the process (POSIX): change the
 //                environment before allocating resources.
-// Blocking:      never.
+// Blocking:      never (a short lock guards the global values).
 // Ownership:     a const char* attribute points into the environment and is
 //                valid until that variable is changed or removed.
 // Allocation:    only the std::string attribute's copy and exception messages.
@@ -32,6 +36,8 @@
 #include <cstddef>
 #include <string>
 #include <type_traits>
+#include <utility>
+#include <vector>
 
 namespace lci::detail {
 
@@ -42,6 +48,12 @@ bool read_attr_env(const char* variable, double* out);
 bool read_attr_env(const char* variable, bool* out);
 bool read_attr_env(const char* variable, std::string* out);
 bool read_attr_env(const char* variable, const char** out);
+
+// Replaces the process-wide values that stand in for the environment:
+// (variable, value text) pairs, each variable once; an empty list leaves
+// the environment alone again. Thread safety: any thread, any time; a
+// reader sees the old or the new list, never a mix for one variable.
+void set_attr_global_values(const std::vector<std::pair<std::string, std::string>>& values);
 
 // The names of an enum's values, indexed by value (values count from 0).
 struct enum_names_t {

@@ -9,6 +9,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "lci/util/error.hpp"
@@ -46,6 +48,9 @@ enum class comp_semantic_t : std::uint8_t { memory, network };
 struct buffer_t {
   void* base = nullptr;
   std::size_t size = 0;
+  // Upstream's status_t::get_buffer() returns the bare pointer: code written
+  // for it (`void* p = status.get_buffer();`) compiles here too.
+  operator void*() const { return base; }  // NOLINT: implicit by design
 };
 // A buffer list: the local side of one operation made of several buffers,
 // in order (the local_buffers option of the post operations; see
@@ -68,13 +73,28 @@ struct status_t {
 
   status_t() = default;
   status_t(error_t error_) : error(error_) {}  // NOLINT: implicit by design
+  // `return errorcode_t::done;` from a function returning status_t (a graph
+  // node function, say) needs this one: C++ applies one user-defined
+  // conversion, not errorcode_t -> error_t -> status_t.
+  status_t(errorcode_t code) : error(code) {}  // NOLINT: implicit by design
+  // A done status carrying only a context (upstream's, for handlers and
+  // graph nodes that complete at once).
+  explicit status_t(void* user_context_) : error(errorcode_t::done), user_context(user_context_) {}
 
   bool is_done() const { return error.is_done(); }
   bool is_posted() const { return error.is_posted(); }
   bool is_retry() const { return error.is_retry(); }
-  // The payload as one buffer (an incoming AM: see `buffer`).
+  void set_done() { error = errorcode_t::done; }
+  void set_posted() { error = errorcode_t::posted; }
+  void set_retry() { error = errorcode_t::retry; }
+  error_t get_error() const { return error; }
+  int get_rank() const { return rank; }
+  // The payload as one buffer (an incoming AM: see `buffer`); converts to
+  // void* as upstream's does.
   buffer_t get_buffer() const { return {buffer, size}; }
   std::size_t get_size() const { return size; }
+  tag_t get_tag() const { return tag; }
+  void* get_user_context() const { return user_context; }
 };
 
 // A peer's registered memory, as plain data a program may copy into a
@@ -113,6 +133,29 @@ struct rmr_t {
   bool is_empty() const { return base == 0 && opaque_rkey == 0; }
 };
 
+// The empty remote region (upstream's name).
+inline const rmr_t RMR_NULL{};
+
+// Upstream's raw network layer (net_post_*, net_poll_cq: not offered yet,
+// docs/api_compat.md), whose completion this is; kept so that code naming
+// the types compiles. SEND, WRITE and READ are local completions of the
+// posts with a memory region (the "s" variants report none); RECV is a
+// message that landed in a net_post_recv buffer; REMOTE_WRITE is the
+// target's side of a put with immediate data; ERROR an operation the
+// network failed (rank: the peer when known; user_context: the failed
+// post's, nullptr for a receive or an "s" post).
+enum class net_opcode_t : std::uint8_t { SEND, RECV, WRITE, REMOTE_WRITE, READ, ERROR };
+
+const char* get_net_opcode_str(net_opcode_t opcode);
+
+struct net_status_t {
+  net_opcode_t opcode = net_opcode_t::SEND;
+  int rank = -1;                 // the peer: source of RECV/REMOTE_WRITE, target otherwise
+  void* user_context = nullptr;  // the post's (RECV: net_post_recv's; REMOTE_WRITE: nullptr)
+  std::size_t length = 0;        // bytes delivered (RECV, REMOTE_WRITE) or moved
+  net_imm_data_t imm_data = 0;   // RECV of a send with imm_data, and REMOTE_WRITE
+};
+
 // Called with every status a handler completion object receives. Runs on
 // the thread that completed the operation (inside progress or a post); it
 // must not call progress() (the runtime detects this and throws).
@@ -127,8 +170,24 @@ inline const graph_node_t GRAPH_END = reinterpret_cast<graph_node_t>(0x2);
 using graph_node_run_cb_t = status_t (*)(void* value);
 using graph_edge_run_cb_t = void (*)(status_t status, void* src_value, void* dst_value);
 using graph_node_free_cb_t = void (*)(void* value);
+// A node that does nothing but join its edges (upstream's name): graph_add_node
+// accepts a null function and completes such a node as soon as it runs.
+inline constexpr graph_node_run_cb_t GRAPH_NODE_DUMMY_CB = nullptr;
 
 using reduce_op_t = void (*)(const void* left, const void* right, void* dst, std::size_t n);
+
+// Upstream's exception for a failure tied to a peer, with the peer's rank.
+// Declared so that programs catching it compile; this runtime still reports
+// a crashed peer as its base class std::runtime_error (docs/api_compat.md).
+class peer_failure_error : public std::runtime_error {
+ public:
+  peer_failure_error(int failed_rank, const std::string& message)
+      : std::runtime_error(message), failed_rank_(failed_rank) {}
+  int failed_rank() const noexcept { return failed_rank_; }
+
+ private:
+  int failed_rank_;
+};
 
 // Where the runtime gets memory for incoming active messages and other
 // buffers it hands to the user (who frees them with the same allocator).

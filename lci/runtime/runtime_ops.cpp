@@ -10,6 +10,7 @@
 #include "lci/progress/progress.hpp"
 #include "lci/protocol/immediate.hpp"
 #include "lci/runtime/allocator.hpp"
+#include "lci/runtime/global_state.hpp"
 #include "lci/runtime/resolve.hpp"
 #include "lci/util/assert.hpp"
 
@@ -170,8 +171,25 @@ void set_allocator_x::call_impl(allocator_base_t* allocator) const {
 
 allocator_base_t* get_allocator_x::call_impl() const { return detail::get_user_allocator(); }
 
-int get_rank_me_x::call_impl(runtime_t runtime) const { return resolve_runtime(runtime).rank_me(); }
-int get_rank_n_x::call_impl(runtime_t runtime) const { return resolve_runtime(runtime).rank_n(); }
+namespace {
+
+// No runtime named and none global, inside upstream's global_initialize
+// bracket: the host knows the rank, as upstream's bootstrap does then.
+bool rank_from_host(runtime_t runtime) {
+  return runtime.p_impl == nullptr && detail::current_host().g_runtime_slot() == nullptr &&
+         detail::global_initialized();
+}
+
+}  // namespace
+
+int get_rank_me_x::call_impl(runtime_t runtime) const {
+  if (rank_from_host(runtime)) return detail::current_host().net_context().rank_me();
+  return resolve_runtime(runtime).rank_me();
+}
+int get_rank_n_x::call_impl(runtime_t runtime) const {
+  if (rank_from_host(runtime)) return detail::current_host().net_context().rank_n();
+  return resolve_runtime(runtime).rank_n();
+}
 
 device_t get_default_device_x::call_impl(runtime_t runtime) const {
   return device_t(resolve_runtime(runtime).default_device());

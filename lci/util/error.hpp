@@ -44,6 +44,7 @@ struct error_t {
     return errorcode >= errorcode_t::retry && errorcode < errorcode_t::fatal;
   }
   const char* get_str() const { return get_errorcode_str(errorcode); }
+  void reset_retry() { errorcode = errorcode_t::retry; }  // upstream's name
   bool operator==(const error_t& other) const {
     return errorcode == other.errorcode;
   }

@@ -1,0 +1,132 @@
+// What upstream LCI programs use beyond the paper's API compiles and behaves
+// as upstream documents it (docs/api_compat.md): status_t conversions and
+// getters, the older constant names, enum names, and the global calls
+// (global_initialize, get/set_g_default_attr) on the simulated network.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <stdexcept>
+
+#include "lci.hpp"
+#include "sim/sim_harness_gtest.hpp"
+
+namespace {
+
+// A graph node function in upstream's style: returns an errorcode_t.
+lci::status_t node_done(void*) { return lci::errorcode_t::done; }
+
+TEST(UpstreamCompat, StatusFromErrorcodeAndGetters) {
+  lci::status_t status = node_done(nullptr);
+  EXPECT_TRUE(status.is_done());
+  status.set_posted();
+  EXPECT_TRUE(status.is_posted());
+  status.set_retry();
+  EXPECT_TRUE(status.get_error().is_retry());
+  status.set_done();
+  EXPECT_EQ(status.get_error(), lci::errorcode_t::done);
+
+  int context = 0;
+  char bytes[4] = {};
+  lci::status_t with_context(static_cast<void*>(&context));
+  EXPECT_TRUE(with_context.is_done());
+  EXPECT_EQ(with_context.get_user_context(), &context);
+  with_context.rank = 3;
+  with_context.tag = 7;
+  with_context.buffer = bytes;
+  with_context.size = sizeof(bytes);
+  EXPECT_EQ(with_context.get_rank(), 3);
+  EXPECT_EQ(with_context.get_tag(), 7u);
+  void* raw = with_context.get_buffer();  // upstream: void*
+  lci::buffer_t buffer = with_context.get_buffer();  // the paper: buffer_t
+  EXPECT_EQ(raw, bytes);
+  EXPECT_EQ(buffer.size, sizeof(bytes));
+
+  lci::error_t error = lci::errorcode_t::done;
+  error.reset_retry();
+  EXPECT_TRUE(error.is_retry());
+}
+
+TEST(UpstreamCompat, ConstantsAndNames) {
+  EXPECT_EQ(lci::COMP_NULL_EXPECT_DONE, lci::COMP_NULL);
+  EXPECT_EQ(lci::COMP_NULL_EXPECT_DONE_OR_RETRY, lci::COMP_NULL_RETRY);
+  EXPECT_TRUE(lci::MR_HOST.is_empty());
+  EXPECT_TRUE(lci::RMR_NULL.is_empty());
+  EXPECT_EQ(lci::GRAPH_NODE_DUMMY_CB, nullptr);
+  EXPECT_STREQ(lci::get_broadcast_algorithm_str(lci::broadcast_algorithm_t::ring), "ring");
+  EXPECT_STREQ(lci::get_reduce_scatter_algorithm_str(lci::reduce_scatter_algorithm_t::direct),
+               "direct");
+  EXPECT_STREQ(lci::get_allreduce_algorithm_str(lci::allreduce_algorithm_t::tree), "tree");
+  EXPECT_STREQ(lci::get_allreduce_algorithm_str(lci::allreduce_algorithm_t::none), "none");
+  EXPECT_STREQ(lci::get_net_opcode_str(lci::net_opcode_t::REMOTE_WRITE), "REMOTE_WRITE");
+  EXPECT_STREQ(lci::get_net_opcode_str(lci::net_opcode_t::ERROR), "ERROR");
+  EXPECT_STREQ(lci::get_errorcode_str(lci::errorcode_t::posted), "posted");
+  const lci::peer_failure_error failure(5, "rank 5 failed");
+  EXPECT_EQ(failure.failed_rank(), 5);
+  EXPECT_STREQ(failure.what(), "rank 5 failed");
+}
+
+TEST(UpstreamCompat, GlobalFinalizeWithoutInitializeThrows) {
+  EXPECT_THROW(lci::global_finalize(), std::logic_error);
+}
+
+// set_g_default_attr changes what later allocations start from, a setter
+// still wins, and get_g_default_attr reads back every value set; restoring
+// the defaults read first leaves the process as it was.
+TEST(UpstreamCompat, GlobalDefaultAttributes) {
+  lci::sim::sweep_t sweep;
+  sweep.seeds_count = 1;
+  sweep.concurrent = false;
+  lci::sim::expect_runs_ok(1, sweep, [](lci::sim::rank_env_t&) {
+    const lci::global_attr_t before = lci::get_g_default_attr();
+    lci::global_attr_t changed = before;
+    changed.npackets = 48;
+    changed.packet_size = 4096;
+    changed.sync_threshold = 3;
+    changed.net_send_reserved_pct = 0.125;
+    changed.device_name = "any device";
+    changed.rdv_protocol = lci::attr_rdv_protocol_t::write;
+    lci::set_g_default_attr(changed);
+    const lci::global_attr_t read = lci::get_g_default_attr();
+    EXPECT_EQ(read.npackets, 48u);
+    EXPECT_EQ(read.packet_size, 4096u);
+    EXPECT_EQ(read.sync_threshold, 3);
+    EXPECT_EQ(read.net_send_reserved_pct, 0.125);
+    EXPECT_EQ(read.device_name, "any device");
+    EXPECT_EQ(read.rdv_protocol, lci::attr_rdv_protocol_t::write);
+
+    lci::g_runtime_init();
+    lci::packet_pool_t pool = lci::alloc_packet_pool();
+    EXPECT_EQ(pool.get_attr_npackets(), 48u);
+    EXPECT_EQ(pool.get_attr_packet_size(), 4096u);
+    lci::packet_pool_t set_pool = lci::alloc_packet_pool_x().npackets(40)();
+    EXPECT_EQ(set_pool.get_attr_npackets(), 40u);
+    lci::free_packet_pool(&pool);
+    lci::free_packet_pool(&set_pool);
+    lci::g_runtime_fina();
+
+    lci::set_g_default_attr(before);
+    EXPECT_EQ(lci::get_g_default_attr().npackets, before.npackets);
+    lci::global_attr_t infinite = before;
+    infinite.net_send_reserved_pct = 1.0 / 0.0;
+    EXPECT_THROW(lci::set_g_default_attr(infinite), std::invalid_argument);
+  });
+}
+
+// Inside a global_initialize bracket the rank is known without a runtime;
+// after it closes, asking without a runtime is refused again.
+TEST(UpstreamCompat, GlobalInitializeGivesRanks) {
+  lci::sim::sweep_t sweep;
+  sweep.seeds_count = 2;
+  lci::sim::expect_runs_ok(3, sweep, [](lci::sim::rank_env_t&) {
+    lci::global_initialize();
+    const int rank_me = lci::get_rank_me();
+    EXPECT_EQ(lci::get_rank_n(), 3);
+    lci::g_runtime_init();
+    EXPECT_EQ(lci::get_rank_me(), rank_me);
+    lci::barrier();
+    lci::g_runtime_fina();
+    lci::global_finalize();
+  });
+}
+
+}  // namespace
