@@ -15,6 +15,8 @@ packages=(
   libgtest-dev libgmock-dev librapidcheck-dev relacy-dev
   # simulator fibers
   libboost-context-dev
+  # tests/install: CMake and pkg-config projects built against //:install
+  cmake make pkg-config
   # optional networks and bootstrap (--config=ofi|ibv|pmix)
   libfabric-dev libfabric-bin libibverbs-dev ibverbs-utils
   libpmix-dev libpmix-bin
