@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "lci/util/assert.hpp"
+#include "lci/util/atomic.hpp"
 #include "lci/util/spinlock.hpp"
 #include "sim/sim_context.hpp"
 #include "sim/sim_process.hpp"
@@ -23,6 +24,26 @@
 namespace lci::sim {
 
 namespace {
+
+// Seeded multi-rank runs of this process, reported at its exit as
+//   lci sim: <N> seeded multi-rank runs
+// on stdout: .ci/run sums the lines of every test's log into the suite's
+// seed count, which it prints and requires to be at least 1000. Printed
+// from a static object's destructor: a process that aborts reports none
+// (its test failed anyway).
+class seeded_runs_t {
+ public:
+  ~seeded_runs_t() {
+    const unsigned long count = count_.load(util::mo_relaxed);
+    if (count > 0) std::printf("lci sim: %lu seeded multi-rank runs\n", count);
+  }
+  // relaxed: a statistic, read once at exit.
+  void add() { count_.fetch_add(1, util::mo_relaxed); }
+
+ private:
+  util::atomic<unsigned long> count_{0};
+};
+seeded_runs_t g_seeded_runs;
 
 using row_t = std::array<std::byte, allgather_bytes_max>;
 
@@ -467,6 +488,7 @@ run_report_t run_process(int ranks_count, const run_options_t& options,
 run_report_t run_ranks(int ranks_count, const run_options_t& options_in,
                        const std::function<void(rank_env_t&)>& body) {
   if (process_mode()) return run_process(ranks_count, options_in, body);
+  if (ranks_count >= 2) g_seeded_runs.add();
   run_options_t options = options_in;
   options.world.ranks_count = ranks_count;
   run_report_t report;
