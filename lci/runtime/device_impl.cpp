@@ -26,8 +26,21 @@ constexpr std::size_t recv_region_packets = 32;
 
 std::unique_ptr<backend::net_device_t> open_net_device(runtime_impl_t* runtime,
                                                        const attr_device_t& attr,
+                                                       const attr_net_context_t& net_context_attr,
                                                        std::size_t packet_bytes) {
+  // An eager message goes out whole in one packet, so a smaller limit would
+  // make the network refuse the runtime's own sends.
+  if (net_context_attr.max_msg_size != 0 && net_context_attr.max_msg_size < packet_bytes) {
+    throw std::invalid_argument("alloc_device: max_msg_size = " +
+                                std::to_string(net_context_attr.max_msg_size) +
+                                ": below the packet pool's packet_size " +
+                                std::to_string(packet_bytes) +
+                                " (an eager message travels in one packet)");
+  }
   backend::net_device_attr_t requested;
+  // 0 asks for the backend's default; a backend caps either at its own limit.
+  requested.max_msg_size = net_context_attr.max_msg_size;
+  requested.inject_size_max = net_context_attr.max_inject_size;
   requested.net_max_sends = attr.net_max_sends;
   requested.net_max_recvs = attr.net_max_recvs;
   requested.net_max_cqes = attr.net_max_cqes;
@@ -59,10 +72,11 @@ std::size_t standing_registrations_max_of(const backend::net_device_attr_t& net_
 }  // namespace
 
 device_impl_t::device_impl_t(runtime_impl_t* runtime, const attr_device_t& attr,
+                             const attr_net_context_t& net_context_attr,
                              packet_pool_impl_t* packet_pool)
     : runtime_(runtime),
       attr_(attr),
-      net_(open_net_device(runtime, attr, packet_pool->attr.packet_size)),
+      net_(open_net_device(runtime, attr, net_context_attr, packet_pool->attr.packet_size)),
       packet_pool_(packet_pool),
       backlog_(backlog_entries_max) {
   const backend::net_device_attr_t& net_attr = net_->attr();

@@ -43,8 +43,10 @@ using backlog_step_t = std::function<error_t()>;
 
 class device_impl_t {
  public:
+  // net_context_attr: the net context's, whose max_msg_size and
+  // max_inject_size bound what the network device is asked for.
   device_impl_t(runtime_impl_t* runtime, const attr_device_t& attr,
-                packet_pool_impl_t* packet_pool);
+                const attr_net_context_t& net_context_attr, packet_pool_impl_t* packet_pool);
   ~device_impl_t();
   device_impl_t(const device_impl_t&) = delete;
   device_impl_t& operator=(const device_impl_t&) = delete;

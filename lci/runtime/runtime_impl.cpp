@@ -8,6 +8,7 @@
 #include "lci/collective/barrier.hpp"
 #include "lci/comp/graph.hpp"
 #include "lci/runtime/device_impl.hpp"
+#include "lci/runtime/unsupported_attrs.hpp"
 #include "lci/util/assert.hpp"
 
 namespace lci::detail {
@@ -25,6 +26,17 @@ struct sizing_t {
 sizing_t sizing_for(bool simulated) {
   if (simulated) return {8192, 256, 1024, 1024};
   return {8192, 8192, 65536, 65536};
+}
+
+// What every net context (the runtime's default one too) must pass: a
+// backend that is the network this rank runs on, attributes in effect.
+void check_net_context(const attr_net_context_t& attr, bool simulated, const char* op) {
+  if (attr.backend != attr_backend_t::none && (attr.backend == attr_backend_t::sim) != simulated) {
+    throw std::invalid_argument(std::string(op) + ": backend = " +
+                                get_attr_backend_str(attr.backend) +
+                                ": not the network this rank runs on");
+  }
+  check_supported(attr, op);
 }
 
 }  // namespace
@@ -51,6 +63,8 @@ runtime_impl_t::runtime_impl_t(const attr_runtime_t& attr, host_t& host)
     throw std::invalid_argument("imm_nbits_rcomp = " + std::to_string(attr.imm_nbits_rcomp) +
                                 ": must be in [1, 28]");
   }
+  check_supported(attr, "runtime");
+  check_net_context(default_net_context_->attr, host.simulated(), "runtime: default net context");
   // Engine index 0 on every rank: messages name engines by index.
   collective_matching_engine_ = alloc_matching_engine(get_default_attr_matching_engine());
   if (attr.alloc_default_packet_pool) {
@@ -64,7 +78,7 @@ runtime_impl_t::runtime_impl_t(const attr_runtime_t& attr, host_t& host)
       throw std::invalid_argument(
           "alloc_default_device = true needs alloc_default_packet_pool = true");
     }
-    default_device_ = alloc_device(get_default_attr_device(), default_packet_pool_);
+    default_device_ = alloc_device(get_default_attr_device(), nullptr, default_packet_pool_);
   }
 }
 
@@ -128,12 +142,7 @@ void runtime_impl_t::erase_live(std::vector<std::unique_ptr<T>>& list, T* item,
 }
 
 net_context_impl_t* runtime_impl_t::alloc_net_context(const attr_net_context_t& attr) {
-  if (attr.backend != attr_backend_t::none &&
-      (attr.backend == attr_backend_t::sim) != host_.simulated()) {
-    throw std::invalid_argument(std::string("alloc_net_context: backend = ") +
-                                get_attr_backend_str(attr.backend) +
-                                ": not the network this rank runs on");
-  }
+  check_net_context(attr, host_.simulated(), "alloc_net_context");
   auto context = std::make_unique<net_context_impl_t>(this, attr);
   net_context_impl_t* raw = context.get();
   util::spinlock_guard_t guard(resources_lock_);
@@ -155,7 +164,11 @@ packet_pool_impl_t* runtime_impl_t::packet_pool_containing(const void* address,
   return nullptr;
 }
 
-device_impl_t* runtime_impl_t::alloc_device(const attr_device_t& attr, packet_pool_impl_t* pool) {
+device_impl_t* runtime_impl_t::alloc_device(const attr_device_t& attr,
+                                             net_context_impl_t* net_context,
+                                             packet_pool_impl_t* pool) {
+  check_supported(attr, "alloc_device");
+  if (net_context == nullptr) net_context = default_net_context_.get();
   if (pool == nullptr) pool = default_packet_pool_;
   if (pool == nullptr) {
     throw std::invalid_argument("alloc_device: packet_pool is empty and the runtime has no "
@@ -178,7 +191,7 @@ device_impl_t* runtime_impl_t::alloc_device(const attr_device_t& attr, packet_po
     util::atomic<bool>& flag;
     ~release_t() { flag.store(false, util::mo_release); }
   } release{host_.device_allocating()};
-  auto device = std::make_unique<device_impl_t>(this, attr, pool);
+  auto device = std::make_unique<device_impl_t>(this, attr, net_context->attr, pool);
   device->collective().ordinal = devices_allocated_++;
   device_impl_t* raw = device.get();
   util::spinlock_guard_t guard(resources_lock_);
@@ -241,6 +254,7 @@ void runtime_impl_t::free_packet_pool(packet_pool_impl_t* pool) {
 }
 
 matching_engine_impl_t* runtime_impl_t::alloc_matching_engine(const attr_matching_engine_t& attr) {
+  check_supported(attr, "alloc_matching_engine");
   const sizing_t sizing = sizing_for(host_.simulated());
   util::spinlock_guard_t guard(resources_lock_);
   const auto index = static_cast<std::uint32_t>(matching_engines_.size());

@@ -57,7 +57,9 @@ class runtime_impl_t {
   // live resource of this runtime (freed twice, or another runtime's).
   net_context_impl_t* alloc_net_context(const attr_net_context_t& attr);
   void free_net_context(net_context_impl_t* net_context);
-  device_impl_t* alloc_device(const attr_device_t& attr, packet_pool_impl_t* pool);
+  // net_context, pool: nullptr for the runtime's default.
+  device_impl_t* alloc_device(const attr_device_t& attr, net_context_impl_t* net_context,
+                              packet_pool_impl_t* pool);
   void free_device(device_impl_t* device);
   packet_pool_impl_t* alloc_packet_pool(const attr_packet_pool_t& attr);
   void free_packet_pool(packet_pool_impl_t* pool);

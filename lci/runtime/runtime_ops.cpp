@@ -244,7 +244,7 @@ device_t alloc_device_x::call_impl(const attr_device_t& attr, net_context_t net_
     throw std::invalid_argument("alloc_device: net_context belongs to another runtime");
   }
   detail::packet_pool_impl_t& pool = detail::resolve_packet_pool(rt, packet_pool);
-  return device_t(rt.alloc_device(attr, &pool));
+  return device_t(rt.alloc_device(attr, net_context.p_impl, &pool));
 }
 
 void free_device_x::call_impl(device_t* device, runtime_t runtime) const {

@@ -1,0 +1,35 @@
+// unsupported_attrs: the attributes the API description declares (upstream
+// LCI 2.x has them, so programs written for it compile) but this runtime
+// does not act on, each with the reason, in one table; and the check every
+// allocation runs on the attributes it was given, so that nothing a user
+// sets is silently ignored (docs/api_compat.md lists the same verdicts).
+//
+// A refused attribute is accepted at its description default (upstream
+// programs pass defaults explicitly) and refused otherwise, however it was
+// set: a functor's setter, LCI_ATTR_<NAME>, or set_g_default_attr (the last
+// two reach the check through get_default_attr_<resource>()).
+//
+// The network a process (or simulated rank) runs on is opened once, before
+// any runtime, from the process's LCI_ATTR_DEVICE_NAME and
+// LCI_ATTR_OFI_PROVIDER_NAME (or set_g_default_attr): a runtime or net
+// context may repeat those values but not name others.
+//
+// Errors:        std::invalid_argument "<op>: <name> = <value>: <reason>"
+//                for the first attribute refused, before anything is
+//                allocated.
+// Thread safety: any thread; reads constant tables and the environment
+//                (lci/api/attr_env.hpp: getenv must not race with setenv).
+// Blocking:      never.
+// Allocation:    only the exception's message.
+#pragma once
+
+#include "lci/api/lci_generated.hpp"
+
+namespace lci::detail {
+
+void check_supported(const attr_runtime_t& attr, const char* op);
+void check_supported(const attr_net_context_t& attr, const char* op);
+void check_supported(const attr_device_t& attr, const char* op);
+void check_supported(const attr_matching_engine_t& attr, const char* op);
+
+}  // namespace lci::detail
