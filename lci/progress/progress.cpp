@@ -161,6 +161,9 @@ void dispatch(device_impl_t& device, const backend::net_status_t& status) {
         (!device.runtime()->fail_peer(status.rank) || device.runtime()->leaving())) {
       return;
     }
+    if (status.fault == backend::net_fault_t::peer_crashed) {
+      throw peer_failure_error(status.rank, "lci: " + backend::describe_fault(status));
+    }
     throw std::runtime_error("lci: " + backend::describe_fault(status));
   }
   LCI_ASSERT(status.opcode != backend::net_opcode_t::peer_down, "a peer report with no fault");

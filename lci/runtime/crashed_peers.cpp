@@ -17,9 +17,9 @@
 namespace lci::detail {
 
 void runtime_impl_t::throw_peer_crashed(int rank) const {
-  throw std::runtime_error("lci: rank " + std::to_string(rank) +
-                           " crashed (reported by the network): no operation to or from it "
-                           "can complete, so posting one is refused");
+  throw peer_failure_error(rank, "lci: rank " + std::to_string(rank) +
+                                     " crashed (reported by the network): no operation to or "
+                                     "from it can complete, so posting one is refused");
 }
 
 bool runtime_impl_t::watch(request_t* request) {

@@ -90,8 +90,9 @@ void runtime_impl_t::leave() {
   }
   const status_t status = run_barrier(*this, *default_device_, collective_matching_engine());
   if (status.error == errorcode_t::fatal) {
-    throw std::runtime_error("lci: rank " + std::to_string(status.rank) +
-                             " crashed before it finalized (found by the finalizing barrier)");
+    throw peer_failure_error(status.rank, "lci: rank " + std::to_string(status.rank) +
+                                              " crashed before it finalized (found by the "
+                                              "finalizing barrier)");
   }
 }
 

@@ -54,12 +54,15 @@ lci::status_t post_at_victim(op_kind_t kind, std::vector<char>& buffer, std::siz
 }
 
 // Progresses until progress() throws the error naming the dead rank (once
-// per runtime: the network reports every dead peer on its own); returns it.
+// per runtime: the network reports every dead peer on its own), as
+// upstream's peer_failure_error; returns its message.
 std::string await_crash_error() {
   for (;;) {
     try {
       (void)lci::progress();
-    } catch (const std::runtime_error& error) {
+    } catch (const lci::peer_failure_error& error) {
+      require(error.failed_rank() == victim_rank,
+              "peer_failure_error names rank " + std::to_string(error.failed_rank()));
       return error.what();
     }
   }
@@ -69,7 +72,9 @@ std::string await_crash_error() {
 void require_refused(const std::function<lci::status_t()>& post, const char* what) {
   try {
     (void)post();
-  } catch (const std::runtime_error& error) {
+  } catch (const lci::peer_failure_error& error) {
+    require(error.failed_rank() == victim_rank,
+            "peer_failure_error names rank " + std::to_string(error.failed_rank()));
     require(std::string(error.what()).find("rank " + std::to_string(victim_rank) + " crashed") !=
                 std::string::npos,
             std::string(what) + ": refused with another error: " + error.what());
