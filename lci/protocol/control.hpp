@@ -22,7 +22,7 @@ namespace lci::detail {
 
 // Rendezvous "ready to send": leads an rts message's payload.
 struct rts_t {
-  std::uint64_t send_request;  // the sender's request_t*, echoed in the RTR
+  std::uint64_t send_request;  // the send's id in the sender's rdv_table_t, echoed in the RTR
   std::uint64_t size;
   tag_t tag;
   std::uint32_t matching_engine_index;

@@ -2,6 +2,7 @@
 // RTR carrying the target buffer's remote key -> RDMA write -> FIN, or, with
 // the write-with-immediate protocol, a write whose immediate data completes
 // the receive and needs no FIN.
+#include <cstdint>
 #include <cstring>
 #include <stdexcept>
 #include <string>
@@ -28,8 +29,11 @@ status_t post_rts(const post_args_t& args, bool is_am) {
     delete request;
     runtime.check_peer_alive(args.rank);  // throws: it died since check_args
   }
+  // The RTR names the send by this id, not by its address: a peer's bytes
+  // are looked up in the table, never dereferenced (handle_rtr()).
+  const std::uint32_t send_id = device.rdv_table().add(request);
   rts_t rts{};
-  rts.send_request = reinterpret_cast<std::uint64_t>(request);
+  rts.send_request = send_id;
   rts.size = args.size;
   rts.tag = args.tag;
   rts.is_am = is_am ? 1 : 0;
@@ -42,6 +46,7 @@ status_t post_rts(const post_args_t& args, bool is_am) {
   const error_t error = send_control(device, args.rank, &rts, sizeof(rts),
                                      protocol::make_imm(protocol::msg_type_t::rts, 0));
   if (!error.is_done() && !error.is_posted()) {
+    (void)device.rdv_table().take(send_id);  // no RTR can name it
     // A crash that failed it meanwhile has signalled its comp: posted.
     if (!runtime.unwatch(request)) return status_t(errorcode_t::posted);
     delete request;
@@ -144,8 +149,17 @@ void refuse_rts(device_impl_t& device, int rank, const rts_t& rts) {
 }
 
 void handle_rtr(device_impl_t& device, int rank, const rtr_t& rtr) {
-  auto* send = reinterpret_cast<request_t*>(rtr.send_request);
-  LCI_ASSERT(send->kind == request_kind_t::send_rdv, "RTR for a request that is not a send");
+  // An id from this device's table (post_rts): one that is not in use, or
+  // names a receive, is a corrupt RTR, refused before anything is read.
+  if (rtr.send_request > UINT32_MAX) {
+    throw std::runtime_error("lci: a corrupt RTR from rank " + std::to_string(rank) +
+                             ": no such send (" + std::to_string(rtr.send_request) + ")");
+  }
+  request_t* send = device.rdv_table().take(static_cast<std::uint32_t>(rtr.send_request));
+  if (send->kind != request_kind_t::send_rdv) {
+    throw std::runtime_error("lci: a corrupt RTR from rank " + std::to_string(rank) +
+                             ": it names a request that is not a rendezvous send");
+  }
   // The write reads rtr.size bytes of the send's buffer: never more than
   // the message (a corrupt RTR must not make this rank read past it).
   if (rtr.size > send->status.size) {

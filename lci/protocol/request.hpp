@@ -83,7 +83,7 @@ struct request_t : util::thread_cached_t<request_t> {
   // the target after the read (0: none).
   std::uint32_t signal_imm = 0;
   std::uint32_t rdv_id = rdv_id_none;  // recv: our id; send_rdv (write): the target's, for FIN
-  std::uint64_t peer_request = 0;      // recv rdv: the sender's request, echoed in the RTR
+  std::uint64_t peer_request = 0;      // recv rdv: the sender's send id, echoed in the RTR
   // Crashed peers (runtime_impl_t::watch): a request that waits on its peer
   // while the network holds nothing of it (a receive in the matching table,
   // a rendezvous between its RTS and its data) is linked into its device's

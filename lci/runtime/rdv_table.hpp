@@ -1,6 +1,8 @@
-// rdv_table_t: rendezvous ids. The receiving side of a rendezvous names its
-// request by a small id (it must fit the 28-bit immediate value of a FIN or
-// a write-with-immediate), not by a pointer. Ids are reused after take().
+// rdv_table_t: rendezvous ids. Both sides of a rendezvous name their
+// request to the peer by a small id, not by a pointer: the receive's id
+// must fit the 28-bit immediate value of a FIN or a write-with-immediate,
+// and the send's comes back in the RTR, where a peer's bytes must be looked
+// up, never dereferenced. Ids are reused after take().
 //
 // Thread safety: add() and take() may run concurrently (one spinlock; both
 //                are a few loads and stores).
