@@ -21,6 +21,7 @@
 
 namespace {
 
+using lci::runtime_test::expect_invalid_argument;
 using lci::runtime_test::post_retrying;
 using lci::runtime_test::require;
 
@@ -308,20 +309,6 @@ TEST(BufferList, PutGathersAndGetScatters) {
   });
 }
 
-// `call` must throw std::invalid_argument whose message has `fragment`.
-template <typename Call>
-void expect_invalid(const std::string& what, Call&& call, const std::string& fragment) {
-  try {
-    (void)call();
-  } catch (const std::invalid_argument& error) {
-    const std::string message = error.what();
-    require(message.find(fragment) != std::string::npos,
-            what + ": the message \"" + message + "\" lacks \"" + fragment + "\"");
-    return;
-  }
-  throw std::runtime_error(what + ": did not throw std::invalid_argument");
-}
-
 TEST(BufferList, MalformedListsAreRefusedByName) {
   run_two_ranks([](lci::sim::rank_env_t& env) {
     const int peer = peer_of(env.rank());
@@ -329,21 +316,21 @@ TEST(BufferList, MalformedListsAreRefusedByName) {
     std::vector<char> bytes(16);
     lci::comp_t sync = lci::alloc_sync();
     const lci::buffers_t good = {{bytes.data(), 8}, {bytes.data() + 8, 8}};
-    expect_invalid("a list and a buffer", [&] {
+    expect_invalid_argument("a list and a buffer", [&] {
       return lci::post_send_x(peer, &byte, 1, 1, sync).local_buffers(good)();
-    }, "local_buffers with local_buffer/size given too");
-    expect_invalid("an entry with no base", [&] {
+    }, {"local_buffers with local_buffer/size given too"});
+    expect_invalid_argument("an entry with no base", [&] {
       return lci::post_send_x(peer, nullptr, 0, 1, sync)
           .local_buffers({{bytes.data(), 8}, {nullptr, 4}})();
-    }, "local_buffers[1]: base = nullptr with size = 4");
-    expect_invalid("sizes that overflow", [&] {
+    }, {"local_buffers[1]: base = nullptr with size = 4"});
+    expect_invalid_argument("sizes that overflow", [&] {
       return lci::post_send_x(peer, nullptr, 0, 1, sync)
           .local_buffers({{bytes.data(), 8}, {bytes.data(), ~std::size_t{0} - 4}})();
-    }, "local_buffers: the sizes overflow at local_buffers[1]");
+    }, {"local_buffers: the sizes overflow at local_buffers[1]"});
     lci::mr_t mr = lci::register_memory(bytes.data(), bytes.size());
-    expect_invalid("a registration", [&] {
+    expect_invalid_argument("a registration", [&] {
       return lci::post_send_x(peer, nullptr, 0, 1, sync).local_buffers(good).mr(mr)();
-    }, "mr with local_buffers");
+    }, {"mr with local_buffers"});
     lci::deregister_memory(&mr);
     require(!lci::sync_test(sync, nullptr), "a refused list post signalled its object");
     lci::free_comp(&sync);

@@ -17,28 +17,10 @@
 
 namespace {
 
+using lci::runtime_test::expect_throws;
 using lci::runtime_test::post_retrying;
 using lci::runtime_test::require;
 using lci::runtime_test::round_trip;
-
-// `call` must throw an `Expected` whose message contains every fragment.
-template <typename Expected, typename Call>
-void expect_fatal(const std::string& what, Call&& call,
-                  std::initializer_list<std::string> fragments) {
-  try {
-    call();
-  } catch (const Expected& error) {
-    const std::string message = error.what();
-    for (const std::string& fragment : fragments) {
-      require(message.find(fragment) != std::string::npos,
-              what + ": the message \"" + message + "\" lacks \"" + fragment + "\"");
-    }
-    return;
-  } catch (const std::exception& error) {
-    throw std::runtime_error(what + ": threw the wrong kind of error: " + error.what());
-  }
-  throw std::runtime_error(what + ": did not throw");
-}
 
 int peer_of(int rank) { return 1 - rank; }
 
@@ -64,17 +46,17 @@ TEST(Misuse, RankOutOfRange) {
   run_misuse([](lci::sim::rank_env_t&) {
     char buffer[8] = {};
     lci::comp_t sync = lci::alloc_sync();
-    expect_fatal<std::invalid_argument>(
+    expect_throws<std::invalid_argument>(
         "post_send to rank 5", [&] { (void)lci::post_send(5, buffer, 8, 0, sync); },
         {"rank = 5", "out of range [0, 2)"});
-    expect_fatal<std::invalid_argument>(
+    expect_throws<std::invalid_argument>(
         "post_recv from rank 2", [&] { (void)lci::post_recv(2, buffer, 8, 0, sync); },
         {"rank = 2"});
-    expect_fatal<std::invalid_argument>(
+    expect_throws<std::invalid_argument>(
         "post_am to rank -2", [&] { (void)lci::post_am(-2, buffer, 8, sync, 1); },
         {"rank = -2"});
     // ANY_SOURCE is only a receive's wildcard.
-    expect_fatal<std::invalid_argument>(
+    expect_throws<std::invalid_argument>(
         "post_send to ANY_SOURCE",
         [&] { (void)lci::post_send(lci::ANY_SOURCE, buffer, 8, 0, sync); }, {"rank = -1"});
     lci::free_comp(&sync);
@@ -87,10 +69,10 @@ TEST(Misuse, NegativeOrOverflowingSize) {
     lci::comp_t sync = lci::alloc_sync();
     const int peer = peer_of(env.rank());
     const std::size_t size = static_cast<std::size_t>(-1);
-    expect_fatal<std::invalid_argument>(
+    expect_throws<std::invalid_argument>(
         "post_send of size_t(-1) bytes", [&] { (void)lci::post_send(peer, buffer, size, 0, sync); },
         {"size = 18446744073709551615", "negative or overflowing"});
-    expect_fatal<std::invalid_argument>(
+    expect_throws<std::invalid_argument>(
         "post_recv of size_t(-1) bytes", [&] { (void)lci::post_recv(peer, buffer, size, 0, sync); },
         {"size = 18446744073709551615"});
     lci::free_comp(&sync);
@@ -104,10 +86,10 @@ TEST(Misuse, SizeOverMaxMsgSize) {
     lci::comp_t sync = lci::alloc_sync();
     const int peer = peer_of(env.rank());
     const std::string named = "size = " + std::to_string(size);
-    expect_fatal<std::invalid_argument>(
+    expect_throws<std::invalid_argument>(
         "post_send over max_msg_size",
         [&] { (void)lci::post_send(peer, buffer.data(), size, 0, sync); }, {named, "max_msg_size"});
-    expect_fatal<std::invalid_argument>(
+    expect_throws<std::invalid_argument>(
         "post_am over max_msg_size",
         [&] { (void)lci::post_am(peer, buffer.data(), size, sync, 1); }, {named, "max_msg_size"});
     lci::free_comp(&sync);
@@ -119,11 +101,11 @@ TEST(Misuse, EmptyRmrForPutAndGet) {
     char buffer[8] = {};
     lci::comp_t sync = lci::alloc_sync();
     const int peer = peer_of(env.rank());
-    expect_fatal<std::invalid_argument>(
+    expect_throws<std::invalid_argument>(
         "post_put with an empty rmr",
         [&] { (void)lci::post_put(peer, buffer, 8, sync, 0, lci::rmr_t{}); },
         {"post_put", "rmr is empty"});
-    expect_fatal<std::invalid_argument>(
+    expect_throws<std::invalid_argument>(
         "post_get with an empty rmr",
         [&] { (void)lci::post_get(peer, buffer, 8, sync, 0, lci::rmr_t{}); },
         {"post_get", "rmr is empty"});
@@ -135,18 +117,18 @@ TEST(Misuse, WildcardsWithPoliciesThatCompareThem) {
   run_misuse([](lci::sim::rank_env_t& env) {
     char buffer[8] = {};
     lci::comp_t sync = lci::alloc_sync();
-    expect_fatal<std::invalid_argument>(
+    expect_throws<std::invalid_argument>(
         "ANY_SOURCE with rank_tag",
         [&] { (void)lci::post_recv(lci::ANY_SOURCE, buffer, 8, 3, sync); },
         {"rank = ANY_SOURCE", "tag_only or none"});
-    expect_fatal<std::invalid_argument>(
+    expect_throws<std::invalid_argument>(
         "ANY_SOURCE with rank_only",
         [&] {
           (void)lci::post_recv_x(lci::ANY_SOURCE, buffer, 8, 3, sync)
               .matching_policy(lci::matching_policy_t::rank_only)();
         },
         {"rank = ANY_SOURCE"});
-    expect_fatal<std::invalid_argument>(
+    expect_throws<std::invalid_argument>(
         "ANY_TAG with tag_only",
         [&] {
           (void)lci::post_recv_x(peer_of(env.rank()), buffer, 8, lci::ANY_TAG, sync)
@@ -162,13 +144,13 @@ TEST(Misuse, FreeCompTwice) {
     lci::comp_t sync = lci::alloc_sync();
     const lci::comp_t copy = sync;
     lci::free_comp(&sync);
-    expect_fatal<std::invalid_argument>("free_comp of the emptied handle",
-                                        [&] { lci::free_comp(&sync); },
-                                        {"free_comp", "comp is empty"});
+    expect_throws<std::invalid_argument>("free_comp of the emptied handle",
+                                         [&] { lci::free_comp(&sync); },
+                                         {"free_comp", "comp is empty"});
     lci::comp_t stale = copy;
-    expect_fatal<std::invalid_argument>("free_comp of a copy of a freed handle",
-                                        [&] { lci::free_comp(&stale); },
-                                        {"free_comp: comp", "not a live resource"});
+    expect_throws<std::invalid_argument>("free_comp of a copy of a freed handle",
+                                         [&] { lci::free_comp(&stale); },
+                                         {"free_comp: comp", "not a live resource"});
   });
 }
 
@@ -180,9 +162,9 @@ TEST(Misuse, FreeGraphWithANodeInFlight) {
     const lci::graph_node_t node =
         lci::graph_add_node(graph, [](void*) { return lci::status_t(lci::errorcode_t::posted); });
     lci::graph_start(graph);
-    expect_fatal<std::logic_error>("free_comp of a running graph",
-                                   [&] { lci::free_comp(&graph); },
-                                   {"free_comp", "in flight"});
+    expect_throws<std::logic_error>("free_comp of a running graph",
+                                    [&] { lci::free_comp(&graph); },
+                                    {"free_comp", "in flight"});
     require(!graph.is_empty(), "the refused free_comp emptied the handle");
     lci::graph_node_mark_complete(node);
     require(lci::graph_test(graph).is_done(), "the graph's round did not end");
@@ -195,13 +177,13 @@ TEST(Misuse, FreeDeviceTwice) {
     lci::device_t device = lci::alloc_device();  // collective: both ranks
     const lci::device_t copy = device;
     lci::free_device(&device);
-    expect_fatal<std::invalid_argument>("free_device of the emptied handle",
-                                        [&] { lci::free_device(&device); },
-                                        {"free_device", "device is empty"});
+    expect_throws<std::invalid_argument>("free_device of the emptied handle",
+                                         [&] { lci::free_device(&device); },
+                                         {"free_device", "device is empty"});
     lci::device_t stale = copy;
-    expect_fatal<std::invalid_argument>("free_device of a copy of a freed handle",
-                                        [&] { lci::free_device(&stale); },
-                                        {"free_device: device", "not a live resource"});
+    expect_throws<std::invalid_argument>("free_device of a copy of a freed handle",
+                                         [&] { lci::free_device(&stale); },
+                                         {"free_device: device", "not a live resource"});
   });
 }
 
@@ -211,13 +193,13 @@ TEST(Misuse, DeregisterMemoryTwice) {
     lci::mr_t mr = lci::register_memory(buffer.data(), buffer.size());
     const lci::mr_t copy = mr;
     lci::deregister_memory(&mr);
-    expect_fatal<std::invalid_argument>("deregister_memory of the emptied handle",
-                                        [&] { lci::deregister_memory(&mr); },
-                                        {"deregister_memory", "mr is empty"});
+    expect_throws<std::invalid_argument>("deregister_memory of the emptied handle",
+                                         [&] { lci::deregister_memory(&mr); },
+                                         {"deregister_memory", "mr is empty"});
     lci::mr_t stale = copy;
-    expect_fatal<std::invalid_argument>("deregister_memory of a copy of a deregistered handle",
-                                        [&] { lci::deregister_memory(&stale); },
-                                        {"deregister_memory: mr", "not a live resource"});
+    expect_throws<std::invalid_argument>("deregister_memory of a copy of a deregistered handle",
+                                         [&] { lci::deregister_memory(&stale); },
+                                         {"deregister_memory: mr", "not a live resource"});
   });
 }
 
@@ -227,14 +209,14 @@ TEST(Misuse, ResourcesOfAnotherRuntime) {
     char buffer[8] = {};
     lci::comp_t sync = lci::alloc_sync();
     const lci::device_t other_device = lci::get_default_device_x().runtime(other)();
-    expect_fatal<std::invalid_argument>(
+    expect_throws<std::invalid_argument>(
         "a post on another runtime's device",
         [&] { (void)lci::post_send_x(peer_of(env.rank()), buffer, 8, 0, sync).device(other_device)(); },
         {"device", "belongs to another runtime"});
     lci::comp_t other_comp = lci::alloc_sync_x().runtime(other)();
-    expect_fatal<std::invalid_argument>("free_comp through the wrong runtime",
-                                        [&] { lci::free_comp(&other_comp); },
-                                        {"free_comp: comp", "another runtime"});
+    expect_throws<std::invalid_argument>("free_comp through the wrong runtime",
+                                         [&] { lci::free_comp(&other_comp); },
+                                         {"free_comp: comp", "another runtime"});
     lci::free_comp_x(&other_comp).runtime(other)();
     lci::free_comp(&sync);
     lci::free_runtime(&other);
@@ -245,16 +227,16 @@ TEST(Misuse, CallsWithoutARuntime) {
   run_misuse([](lci::sim::rank_env_t& env) {
     lci::g_runtime_fina();
     char buffer[8] = {};
-    expect_fatal<std::logic_error>(
+    expect_throws<std::logic_error>(
         "post_send after g_runtime_fina",
         [&] { (void)lci::post_send(peer_of(env.rank()), buffer, 8, 0, lci::COMP_NULL); },
         {"no runtime", "g_runtime_init"});
-    expect_fatal<std::logic_error>("get_rank_me after g_runtime_fina",
-                                   [] { (void)lci::get_rank_me(); }, {"no runtime"});
-    expect_fatal<std::logic_error>("progress after g_runtime_fina",
-                                   [] { (void)lci::progress(); }, {"no runtime"});
-    expect_fatal<std::logic_error>("g_runtime_fina twice", [] { lci::g_runtime_fina(); },
-                                   {"g_runtime_fina", "no global runtime"});
+    expect_throws<std::logic_error>("get_rank_me after g_runtime_fina",
+                                    [] { (void)lci::get_rank_me(); }, {"no runtime"});
+    expect_throws<std::logic_error>("progress after g_runtime_fina",
+                                    [] { (void)lci::progress(); }, {"no runtime"});
+    expect_throws<std::logic_error>("g_runtime_fina twice", [] { lci::g_runtime_fina(); },
+                                    {"g_runtime_fina", "no global runtime"});
     lci::g_runtime_init();  // collective: the round trip runs on a new runtime
   });
 }
@@ -263,7 +245,7 @@ TEST(Misuse, RemoteCompOnAReceive) {
   run_misuse([](lci::sim::rank_env_t& env) {
     char buffer[8] = {};
     lci::comp_t sync = lci::alloc_sync();
-    expect_fatal<std::invalid_argument>(
+    expect_throws<std::invalid_argument>(
         "post_comm IN with remote_comp and no rmr (Table 1)",
         [&] {
           (void)lci::post_comm_x(lci::direction_t::IN, peer_of(env.rank()), buffer, 8, sync)
@@ -279,7 +261,7 @@ TEST(Misuse, RegisterRcompNotReserved) {
     lci::comp_t cq = lci::alloc_cq();
     const lci::rcomp_t first = lci::reserve_rcomps(2);
     const lci::rcomp_t beyond = first + 2;
-    expect_fatal<std::invalid_argument>(
+    expect_throws<std::invalid_argument>(
         "register_rcomp with an id never reserved",
         [&] { (void)lci::register_rcomp_x(cq).rcomp(beyond)(); },
         {"register_rcomp", "rcomp = " + std::to_string(beyond), "reserve_rcomps"});
@@ -321,7 +303,7 @@ void truncated_after_posting(lci::sim::rank_env_t& env, std::size_t size) {
     require(zero_copy ? status.error.errorcode == lci::errorcode_t::fatal : status.is_done(),
             std::string("the truncated send's status ") + status.error.get_str());
   } else {
-    expect_fatal<std::length_error>(
+    expect_throws<std::length_error>(
         "a truncated message", [&] { lci::sync_wait(sync, &status); },
         {std::to_string(size) + " bytes from rank 0", "tag " + std::to_string(truncated_tag),
          "truncated", std::to_string(capacity_bytes) + " bytes"});
@@ -370,7 +352,7 @@ TEST(Misuse, TruncatedMessageAlreadyWaiting) {
       // Take the arrival off the network into the matching engine.
       while (lci::progress().is_done()) {
       }
-      expect_fatal<std::length_error>(
+      expect_throws<std::length_error>(
           "a truncated waiting message",
           [&] { (void)lci::post_recv(0, in.data(), in.size(), truncated_tag, sync); },
           {"100 bytes from rank 0", "truncated", std::to_string(capacity_bytes) + " bytes"});

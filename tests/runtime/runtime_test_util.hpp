@@ -13,6 +13,7 @@
 #include <initializer_list>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 #include "lci.hpp"
 
@@ -34,15 +35,15 @@ status_t post_retrying(Post&& post) {
   return status;
 }
 
-// `call` must throw std::invalid_argument whose message has every one of
+// `call` must throw an `Expected` whose message has every one of
 // `fragments`; fails the rank (naming `what`) otherwise, including when it
 // throws another kind of error.
-template <typename Call>
-void expect_invalid_argument(const std::string& what, Call&& call,
-                             std::initializer_list<std::string> fragments) {
+template <typename Expected, typename Call>
+void expect_throws(const std::string& what, Call&& call,
+                   std::initializer_list<std::string> fragments) {
   try {
-    call();
-  } catch (const std::invalid_argument& error) {
+    (void)call();
+  } catch (const Expected& error) {
     const std::string message = error.what();
     for (const std::string& fragment : fragments) {
       require(message.find(fragment) != std::string::npos,
@@ -52,7 +53,13 @@ void expect_invalid_argument(const std::string& what, Call&& call,
   } catch (const std::exception& error) {
     throw std::runtime_error(what + ": threw the wrong kind of error: " + error.what());
   }
-  throw std::runtime_error(what + ": did not throw std::invalid_argument");
+  throw std::runtime_error(what + ": did not throw");
+}
+
+template <typename Call>
+void expect_invalid_argument(const std::string& what, Call&& call,
+                             std::initializer_list<std::string> fragments) {
+  expect_throws<std::invalid_argument>(what, std::forward<Call>(call), fragments);
 }
 
 // This rank and `peer` (which calls it too) send each other 64 bytes with
