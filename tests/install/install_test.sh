@@ -84,10 +84,15 @@ for variant in shared static; do
   run "cmake --build ($variant)" cmake --build "$work/cmake_$variant" -- -j2
   check_all "$work/cmake_$variant"
 done
-# Shared means shared: the programs need liblci.so at run time.
-ldd "$work/cmake_shared/hello" | grep -q "$prefix/lib/liblci.so" ||
+# Shared means shared: the programs need liblci.so at run time. (Output goes
+# to $log before grep: with pipefail, `ldd | grep -q` fails at random when
+# grep exits at its first match and ldd dies of SIGPIPE writing the rest;
+# and fail() then shows what was searched.)
+ldd "$work/cmake_shared/hello" > "$log"
+grep -q "$prefix/lib/liblci.so" "$log" ||
   fail "cmake_shared/hello does not load the installed liblci.so"
-if ldd "$work/cmake_static/hello" | grep -q liblci; then
+ldd "$work/cmake_static/hello" > "$log"
+if grep -q liblci "$log"; then
   fail "cmake_static/hello loads a shared liblci"
 fi
 
@@ -97,7 +102,8 @@ run "make" env PKG_CONFIG_PATH="$prefix/lib/pkgconfig" \
   make -C "$work/make" -f "$sources/make_project/Makefile" SOURCES="$sources" -j2
 check_all "$work/make"
 if [ "$network" = ofi ]; then
-  PKG_CONFIG_PATH="$prefix/lib/pkgconfig" pkg-config --static --libs liblci | grep -q -- -lfabric ||
+  PKG_CONFIG_PATH="$prefix/lib/pkgconfig" pkg-config --static --libs liblci > "$log"
+  grep -q -- -lfabric "$log" ||
     fail "liblci.pc does not list -lfabric for static links"
 fi
 
