@@ -22,6 +22,9 @@ packages=(
   libpmix-dev libpmix-bin
   # launchers and MPI peers for benchmarks
   openmpi-bin libopenmpi-dev mpich libmpich-dev
+  # upstream LCI's benchmarks (their command lines), built against this
+  # project by tools/upstream_programs.sh
+  libcxxopts-dev
   # a private one-node Slurm for the srun launch tests (tools/slurm_local.sh)
   slurmctld slurmd slurm-client slurm-wlm-basic-plugins munge
 )

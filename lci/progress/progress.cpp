@@ -126,9 +126,10 @@ void dispatch_local(device_impl_t& device, const backend::net_status_t& status) 
 // deregistered the region; bounds were checked when it was posted,
 // lci/protocol/rma.cpp) belongs to that one operation: the peer and the
 // connection are fine (the backend keeps or restores it), so its completion
-// object hears it as fatal and nothing is thrown. Without a completion
-// object (COMP_NULL), or without a request (an injected put, done at once),
-// nobody would hear of it: it is thrown as other faults are.
+// object hears it as fatal and nothing is thrown (a COMP_NULL one's is the
+// post's own, which returns the fatal status). Without a request (an
+// injected put, done at once), nobody would hear of it: it is thrown as
+// other faults are.
 bool reported_to_its_operation(const backend::net_status_t& status) {
   if (status.fault != backend::net_fault_t::protection || status.user_context == nullptr) {
     return false;
@@ -136,7 +137,8 @@ bool reported_to_its_operation(const backend::net_status_t& status) {
   const auto* request = static_cast<const request_t*>(status.user_context);
   const bool user_rma =
       request->kind == request_kind_t::put || request->kind == request_kind_t::get;
-  return user_rma && request->comp != nullptr;
+  LCI_ASSERT(!user_rma || request->comp != nullptr, "a put or get without a completion object");
+  return user_rma;
 }
 
 void dispatch(device_impl_t& device, const backend::net_status_t& status) {

@@ -134,13 +134,10 @@ status_t post_buffer_list(post_args_t args, const buffers_t& buffers) {
                                 "runtime's own buffer, so no registration applies");
   }
   const std::size_t total = total_size(buffers);
-  // The list operation is the staged operation's completion object, so a
-  // COMP_NULL list may complete later too: the object frees the staging
-  // buffer then, and tells nobody.
+  // The list operation is the staged operation's completion object: it
+  // frees the staging buffer when that completes, and signals the caller's.
   auto* list_op = new buffer_list_op_t(args.direction, buffers, total, args.comp);
-  const bool comp_null = args.comp == nullptr && !args.allow_retry;
   args.comp = list_op;
-  if (comp_null) args.allow_posted = true;
   args.buffer = list_op->staging();
   args.size = total;
   status_t status;

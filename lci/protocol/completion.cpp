@@ -37,11 +37,6 @@ status_t finish_at_once(const post_args_t& args, status_t status) {
   return status_t(errorcode_t::posted);
 }
 
-void throw_never_at_once(const std::string& what) {
-  throw std::invalid_argument("allow_posted = false (or local_comp = COMP_NULL_RETRY): " + what +
-                              " never completes inside the post, so it could only return retry");
-}
-
 void throw_unregistered_rcomp(const char* what, int rank, rcomp_t rcomp,
                               const char* consequence) {
   throw std::runtime_error("lci: " + std::string(what) + " from rank " + std::to_string(rank) +

@@ -89,18 +89,7 @@ status_t post_send_or_am(const post_args_t& args, bool is_am) {
   const encoded_t encoded = encode(device, type, fields);
   const std::size_t header_bytes = encoded.header ? sizeof(protocol::eager_header_t) : 0;
   const std::size_t wire_size = header_bytes + args.size;
-  if (wire_size > device.packet_payload_max()) {
-    if (at_once_only(args)) {
-      throw_never_at_once("a message of size = " + std::to_string(args.size) +
-                          " (over get_max_bcopy_size(), so zero-copy)");
-    }
-    if (args.comp == nullptr) {
-      throw std::invalid_argument("local_comp = COMP_NULL with size = " +
-                                  std::to_string(args.size) + ": over get_max_bcopy_size() " +
-                                  "(a zero-copy message needs a completion object)");
-    }
-    return post_rts(args, is_am);
-  }
+  if (wire_size > device.packet_payload_max()) return post_rts(args, is_am);
   // Inject: the network copies; done at once, no completion comes back. So
   // only for the memory semantic: the network semantic waits for the
   // send's completion, which the buffer-copy path below gets.
@@ -111,10 +100,6 @@ status_t post_send_or_am(const post_args_t& args, bool is_am) {
     return finish_at_once(args, status_of(args));
   }
   const bool network_semantic = args.comp_semantic == comp_semantic_t::network;
-  if (network_semantic && at_once_only(args)) {
-    throw_never_at_once("a send with comp_semantic = network (it completes when the network "
-                        "does)");
-  }
   // Buffer-copy: through a packet the network returns at its completion.
   void* packet = device.packet_pool()->pool.get();
   if (packet == nullptr) return status_t(errorcode_t::retry_nopacket);

@@ -1,6 +1,4 @@
 #include <cstddef>
-#include <cstring>
-#include <memory>
 #include <stdexcept>
 #include <string>
 
@@ -52,6 +50,10 @@ void check_args(const post_args_t& args) {
 status_t post_comm(const post_args_t& args) {
   check_args(args);
   const bool has_rmr = !args.rmr.is_empty();
+  LCI_ASSERT(args.allow_posted || (at_once_only(args) && args.direction == direction_t::IN &&
+                                   !has_rmr),
+             "allow_posted = false reached post_comm for an operation other than a receive "
+             "that may retry (post_ops.cpp waits for those)");
   auto run = [has_rmr](const post_args_t& a) -> status_t {
     if (has_rmr) return a.direction == direction_t::OUT ? post_put(a) : post_get(a);
     if (a.direction == direction_t::IN) return post_recv_matched(a);
@@ -65,19 +67,11 @@ status_t post_comm(const post_args_t& args) {
   deferred.allow_done = false;
   deferred.allow_posted = true;  // the backlog completes it later anyway
   deferred.allow_retry = true;
-  // A COMP_NULL send or active message (eager: a zero-copy one was refused
-  // above) is fire-and-forget: nothing will tell the caller when the backlog
-  // is done with the buffer, so the step keeps a copy and the buffer is the
-  // caller's again when this returns. (A COMP_NULL put or get has no such
-  // promise: its buffer is the caller's once test_drained() says so.)
-  std::shared_ptr<std::byte[]> payload;
-  if (args.comp == nullptr && args.direction == direction_t::OUT && !has_rmr && args.size > 0) {
-    payload.reset(new std::byte[args.size]);
-    std::memcpy(payload.get(), args.buffer, args.size);
-    deferred.buffer = payload.get();
-    deferred.mr = backend::net_mr_t{};  // the copy is not in the caller's registration
-  }
-  const error_t error = args.device->run_or_backlog([deferred, run, payload]() -> error_t {
+  // Every operation here has a completion object (post_ops.cpp gives
+  // COMP_NULL's its own and waits for it), which tells the caller when the
+  // backlog is done with the buffer.
+  LCI_ASSERT(args.comp != nullptr, "an operation without a completion object went to the backlog");
+  const error_t error = args.device->run_or_backlog([deferred, run]() -> error_t {
     return run(deferred).error;
   });
   return status_t(error.is_done() ? errorcode_t::posted : errorcode_t::posted_backlog);

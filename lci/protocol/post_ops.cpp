@@ -1,11 +1,16 @@
 // The public posting operations (post_comm and its spellings post_send,
 // post_recv, post_am, post_put, post_get): resolve the options into a
-// post_args_t and run post_comm (protocol.hpp).
+// post_args_t and run post_comm (protocol.hpp), waiting for the operation
+// inside the post when allow_posted is false.
 #include <stdexcept>
 
 #include "lci/api/lci_generated.hpp"
+#include "lci/comp/sync.hpp"
+#include "lci/progress/progress.hpp"
 #include "lci/protocol/protocol.hpp"
+#include "lci/runtime/device_impl.hpp"
 #include "lci/runtime/resolve.hpp"
+#include "lci/runtime/runtime_impl.hpp"
 
 namespace lci {
 
@@ -27,9 +32,48 @@ struct common_options_t {
 };
 
 // Runs the resolved operation: through its buffer list when it has one.
-status_t post(const detail::post_args_t& args, const common_options_t& options) {
+status_t post_now(const detail::post_args_t& args, const common_options_t& options) {
   if (options.local_buffers->empty()) return detail::post_comm(args);
   return detail::post_buffer_list(args, *options.local_buffers);
+}
+
+// allow_posted = false (the option, COMP_NULL, COMP_NULL_RETRY): the post
+// returns done, or retry where allowed, never posted. An operation that
+// completes later (a rendezvous, an RDMA read, a put over the inject size,
+// a send the backlog takes) is posted with a synchronizer of its own and
+// waited for here, progressing its device: upstream LCI's semantic, which
+// its programs rely on (a COMP_NULL_RETRY get that returns done has its
+// data in place; a COMP_NULL send's buffer is free when the post returns).
+// A receive that may retry is the exception: it takes a message that has
+// already arrived, or returns retry and leaves nothing posted (a caller
+// that loops over it progresses anyway). Waiting progresses the device, so
+// a completion handler cannot post this way (progress() throws there).
+status_t post_waiting(const detail::post_args_t& args, const common_options_t& options) {
+  detail::sync_impl_t sync(1);
+  detail::post_args_t waited = args;
+  waited.comp = &sync;
+  waited.allow_posted = true;
+  const status_t posted = post_now(waited, options);
+  if (!posted.is_posted()) return posted;  // done, or retry (allow_retry)
+  status_t status;
+  detail::runtime_impl_t& runtime = *args.device->runtime();
+  while (!sync.test(&status)) {
+    if (detail::progress_device(*args.device).is_retry()) {
+      runtime.host().idle("a post with allow_posted = false");
+    }
+  }
+  // The operation's own outcome (done, or fatal); done_backlog tells the
+  // caller it waited in the backlog first, as posted_backlog would have.
+  if (status.is_done() && posted.error.errorcode == errorcode_t::posted_backlog) {
+    status.error = errorcode_t::done_backlog;
+  }
+  return status;
+}
+
+status_t post(const detail::post_args_t& args, const common_options_t& options) {
+  const bool receive = args.direction == direction_t::IN && args.rmr.is_empty();
+  if (args.allow_posted || (receive && args.allow_retry)) return post_now(args, options);
+  return post_waiting(args, options);
 }
 
 detail::post_args_t resolve(direction_t direction, int rank, void* local_buffer, std::size_t size,
@@ -67,19 +111,15 @@ detail::post_args_t resolve(direction_t direction, int rank, void* local_buffer,
   args.allow_posted = options.allow_posted;
   args.allow_retry = options.allow_retry;
   // COMP_NULL: nothing to signal and nothing to hand retry back through;
-  // COMP_NULL_RETRY: the caller takes retry.
+  // COMP_NULL_RETRY: the caller takes retry. Both wait for the operation
+  // inside the post (post_waiting).
   if (local_comp.is_empty()) {
     args.allow_retry = false;
     args.allow_posted = false;
     return args;
   }
   if (local_comp.p_impl == detail::comp_null_retry_sentinel()) args.allow_posted = false;
-  // Each of these pairs leaves one outcome the call may not report.
-  if (!args.allow_posted && !args.allow_retry) {
-    throw std::invalid_argument(
-        "allow_posted = false with allow_retry = false: an operation that does not finish "
-        "inside the post could report neither (COMP_NULL is fire-and-forget)");
-  }
+  // This pair leaves only retry, which is no completion at all.
   if (!args.allow_posted && !args.allow_done) {
     throw std::invalid_argument(
         "allow_posted = false with allow_done = false: only retry would be left");

@@ -49,21 +49,18 @@ struct post_args_t {
   void* user_context = nullptr;
   matching_policy_t matching_policy = matching_policy_t::rank_tag;
   bool allow_done = true;
-  // false with allow_retry: done or retry only (at_once_only()). false with
-  // allow_retry false is COMP_NULL's fire-and-forget (post_ops.cpp refuses
-  // that pair with a completion object).
+  // false reaches the protocols only for a receive that may retry
+  // (at_once_only()): post_ops.cpp waits for every other operation posted
+  // with allow_posted = false (COMP_NULL, COMP_NULL_RETRY) itself.
   bool allow_posted = true;
   bool allow_retry = true;
 };
 
-// The operation must finish inside the post (done) or leave nothing behind
+// A receive that takes an arrived message (done) or leaves nothing behind
 // (retry): allow_posted(false) or COMP_NULL_RETRY.
 inline bool at_once_only(const post_args_t& args) {
   return !args.allow_posted && args.allow_retry;
 }
-// Throws std::invalid_argument: an at_once_only() operation that can never
-// finish inside the post (`what` says which and why).
-[[noreturn]] void throw_never_at_once(const std::string& what);
 // Throws std::runtime_error: `what` (an active message, a remote
 // completion) arrived from `rank` naming `rcomp`, which nobody registered
 // here; `consequence` (may be empty) says what else follows.

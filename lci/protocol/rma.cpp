@@ -119,15 +119,6 @@ status_t post_put(const post_args_t& args) {
     if (!error.is_done()) return status_t(error);
     return finish_at_once(args, status_of(args));
   }
-  if (at_once_only(args)) {
-    throw_never_at_once("a put of size = " + std::to_string(args.size) +
-                        (args.mr.is_empty() ? "" : " with an mr") +
-                        (args.comp_semantic == comp_semantic_t::network
-                             ? " with comp_semantic = network"
-                             : "") +
-                        " (over the inject size " + std::to_string(device.inject_size_max()) +
-                        " or not injectable: RDMA completes later)");
-  }
   request_t* request = new_request(args, request_kind_t::put);
   error_t error;
   if (!ensure_registered(device, request, &error)) return abandon(device, request, error);
@@ -144,7 +135,6 @@ status_t post_get(const post_args_t& args) {
   device_impl_t& device = *args.device;
   const bool signal = args.remote_comp != 0;
   const std::uint32_t imm = signal ? signal_imm(args, protocol::msg_type_t::get_signal) : 0;
-  if (at_once_only(args)) throw_never_at_once("a get (RDMA read completes later)");
   request_t* request = new_request(args, request_kind_t::get);
   request->signal_imm = imm;
   error_t error;

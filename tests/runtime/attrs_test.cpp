@@ -236,8 +236,8 @@ TEST(Attrs, MaxMsgSizeBoundsTheNetContextsDevices) {
 }
 
 // A device of a net context with max_inject_size injects no more: a put
-// over it cannot complete inside the post, which COMP_NULL_RETRY (done or
-// retry only) refuses, naming the device's inject size.
+// of that size completes inside the post (done), one byte more is posted
+// and completes through its synchronizer.
 TEST(Attrs, MaxInjectSizeBoundsTheNetContextsDevices) {
   run_two_ranks([](lci::sim::rank_env_t& env) {
     lci::net_context_t context = lci::alloc_net_context_x().max_inject_size(8)();
@@ -247,15 +247,23 @@ TEST(Attrs, MaxInjectSizeBoundsTheNetContextsDevices) {
     const lci::rmr_t mine = lci::get_rmr(mr);
     lci::rmr_t all[2];
     env.allgather(&mine, sizeof(mine), all);
-    char buffer[16] = {};
-    expect_invalid_argument(
-        "a 16-byte put that must complete at once",
-        [&] {
-          (void)lci::post_put_x(peer_of(env.rank()), buffer, sizeof(buffer),
-                                lci::COMP_NULL_RETRY, 0, all[peer_of(env.rank())])
-              .device(device)();
-        },
-        {"size = 16", "inject size 8 "});
+    char buffer[9] = {};
+    lci::comp_t sync = lci::alloc_sync();
+    const auto put = [&](std::size_t size) {
+      return post_retrying([&] {
+        return lci::post_put_x(peer_of(env.rank()), buffer, size, sync, 0,
+                               all[peer_of(env.rank())])
+            .device(device)();
+      });
+    };
+    const lci::status_t injected = put(8);
+    require(injected.is_done(), std::string("an 8-byte put: ") + injected.error.get_str());
+    const lci::status_t over = put(9);
+    require(over.is_posted(), std::string("a 9-byte put: ") + over.error.get_str());
+    lci::status_t status;
+    while (!lci::sync_test(sync, &status)) (void)lci::progress_x().device(device)();
+    require(status.is_done(), std::string("the 9-byte put completed ") + status.error.get_str());
+    lci::free_comp(&sync);
     env.barrier();  // the peer's registration stays until nobody uses it
     lci::deregister_memory(&mr);
     lci::free_device(&device);

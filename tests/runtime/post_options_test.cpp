@@ -1,12 +1,14 @@
 // Posting options that restrict what a post may return, and drained
 // devices: allow_posted(false) makes every operation finish inside the post
-// (done) or leave nothing behind (retry), and refuses with a clear error
-// the operations that never finish at once; test_drained() reports a
+// (done) or leave nothing behind (retry), waiting inside the post for the
+// operations that complete later; test_drained() reports a
 // device with any operation in flight (a rendezvous, a send awaiting its
 // completion), not only a non-empty backlog.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <initializer_list>
@@ -79,54 +81,86 @@ TEST(AllowPosted, ReceiveFinishesAtOnceOrLeavesNothing) {
   });
 }
 
-// Operations that never finish inside the post are refused, naming why;
-// so are option pairs that leave no outcome to report.
-TEST(AllowPosted, OperationsThatNeverFinishAtOnceAreRefused) {
+// Operations that complete later are waited for inside the post when
+// allow_posted is false (upstream's semantic, which its programs rely on):
+// rank 0's zero-copy send, zero-copy AM (COMP_NULL_RETRY), network-semantic
+// send and COMP_NULL zero-copy send each return done once rank 1 took it;
+// rank 0's get returns done with the data in place. The synchronizer passed
+// along is never signalled. The pair allow_posted = false with
+// allow_done = false, which leaves only retry, is still refused.
+TEST(AllowPosted, OperationsThatCompleteLaterAreWaitedFor) {
   run_two_ranks([](lci::sim::rank_env_t& env) {
     const int peer = peer_of(env.rank());
     const std::size_t large = lci::get_max_bcopy_size() * 2;
-    std::vector<char> buffer(large);
-    lci::comp_t sync = lci::alloc_sync();
-    expect_invalid_argument("zero-copy send",
-                            [&] {
-                              (void)lci::post_send_x(peer, buffer.data(), large, 1, sync)
-                                  .allow_posted(false)();
-                            },
-                            {"allow_posted = false", "size = " + std::to_string(large)});
-    expect_invalid_argument("zero-copy AM with COMP_NULL_RETRY",
-                            [&] { (void)lci::post_am(peer, buffer.data(), large, lci::COMP_NULL_RETRY, 1); },
-                            {"COMP_NULL_RETRY", "zero-copy"});
-    expect_invalid_argument("network-semantic send",
-                            [&] {
-                              (void)lci::post_send_x(peer, buffer.data(), 8, 1, sync)
-                                  .comp_semantic(lci::comp_semantic_t::network)
-                                  .allow_posted(false)();
-                            },
-                            {"comp_semantic = network"});
+    std::vector<char> buffer(large, env.rank() == 0 ? 'z' : 'g');
+    std::vector<char> got(large, 0);
     lci::mr_t mr = lci::register_memory(buffer.data(), buffer.size());
-    const lci::rmr_t rmr = lci::get_rmr(mr);
-    expect_invalid_argument("get",
-                            [&] {
-                              (void)lci::post_get_x(peer, buffer.data(), 8, sync, 0, rmr)
-                                  .allow_posted(false)();
-                            },
-                            {"a get"});
-    expect_invalid_argument("allow_posted and allow_retry false",
-                            [&] {
-                              (void)lci::post_send_x(peer, buffer.data(), 8, 1, sync)
-                                  .allow_posted(false)
-                                  .allow_retry(false)();
-                            },
-                            {"allow_posted = false with allow_retry = false"});
-    expect_invalid_argument("allow_posted and allow_done false",
-                            [&] {
-                              (void)lci::post_recv_x(peer, buffer.data(), 8, 1, sync)
-                                  .allow_posted(false)
-                                  .allow_done(false)();
-                            },
-                            {"allow_posted = false with allow_done = false"});
+    lci::rmr_t rmr = lci::get_rmr(mr);
+    lci::rmr_t all[2];
+    env.allgather(&rmr, sizeof(rmr), all);
+    lci::comp_t sync = lci::alloc_sync();
+    lci::comp_t am_cq = lci::alloc_cq();
+    const lci::rcomp_t rcomp = lci::register_rcomp(am_cq);
+    lci::barrier();
+    const auto require_done = [](const lci::status_t& status, const std::string& what) {
+      require(status.is_done(), what + " with allow_posted = false returned " +
+                                    std::string(status.error.get_str()));
+    };
+    if (env.rank() == 0) {
+      require_done(post_retrying([&] {
+                     return lci::post_send_x(peer, buffer.data(), large, 1, sync)
+                         .allow_posted(false)();
+                   }),
+                   "a zero-copy send");
+      require_done(post_retrying([&] {
+                     return lci::post_am(peer, buffer.data(), large, lci::COMP_NULL_RETRY, rcomp);
+                   }),
+                   "a zero-copy AM");
+      require_done(post_retrying([&] {
+                     return lci::post_send_x(peer, buffer.data(), 8, 2, sync)
+                         .comp_semantic(lci::comp_semantic_t::network)
+                         .allow_posted(false)();
+                   }),
+                   "a network-semantic send");
+      require_done(lci::post_send(peer, buffer.data(), large, 3, lci::COMP_NULL),
+                   "a COMP_NULL zero-copy send");
+      require_done(post_retrying([&] {
+                     return lci::post_get_x(peer, got.data(), large, sync, 0, all[peer])
+                         .allow_posted(false)();
+                   }),
+                   "a get");
+      for (char c : got) require(c == 'g', "the get returned done before its data was in place");
+      expect_invalid_argument("allow_posted and allow_done false",
+                              [&] {
+                                (void)lci::post_recv_x(peer, buffer.data(), 8, 1, sync)
+                                    .allow_posted(false)
+                                    .allow_done(false)();
+                              },
+                              {"allow_posted = false with allow_done = false"});
+      require(!lci::sync_test(sync, nullptr), "a post that waited signalled its comp");
+    } else {
+      for (lci::tag_t tag : {1, 2, 3}) {
+        const std::size_t size = tag == 2 ? 8 : large;
+        lci::status_t status;
+        do {
+          status = lci::post_recv(peer, got.data(), size, tag, sync);
+          if (status.is_retry()) (void)lci::progress();
+        } while (status.is_retry());
+        if (status.is_posted()) lci::sync_wait(sync, &status);
+        require(status.is_done() && status.size == size, "receive " + std::to_string(tag));
+        for (std::size_t i = 0; i < size; ++i) require(got[i] == 'z', "received data is wrong");
+        std::fill(got.begin(), got.end(), 0);
+        if (tag == 1) {  // the AM comes between the sends of tags 1 and 2
+          lci::status_t am;
+          while (!(am = lci::cq_pop(am_cq)).is_done()) (void)lci::progress();
+          require(am.size == large, "the zero-copy AM's size");
+          std::free(am.buffer);
+        }
+      }
+    }
+    lci::barrier();  // rank 0's get reads rank 1's buffer until here
     lci::deregister_memory(&mr);
-    require(!lci::sync_test(sync, nullptr), "a refused post signalled its comp");
+    lci::free_comp(&am_cq);
     lci::free_comp(&sync);
   });
 }

@@ -578,20 +578,22 @@ void post_and_wait(rank_t& rank, thread_plan_t& plan, device_t device) {
       if (stats != nullptr) stats->retries.fetch_add(1, util::mo_relaxed);  // relaxed: a count
       progress_or_wait(rank, device, "a post that returned retry");
     }
-    if (stats != nullptr && status.error.errorcode == errorcode_t::posted_backlog) {
+    // posted_backlog: queued; done_backlog: queued, and waited for inside
+    // the post (COMP_NULL).
+    const errorcode_t code = status.error.errorcode;
+    if (stats != nullptr &&
+        (code == errorcode_t::posted_backlog || code == errorcode_t::done_backlog)) {
       stats->backlogged.fetch_add(1, util::mo_relaxed);  // relaxed: a count
     }
     require(status.is_done() || status.is_posted(), op.record->what + ": neither done nor posted");
+    require(status.is_done() || !null_comp,
+            op.record->what + ": a COMP_NULL post returned posted, not done");
     if (status.is_done()) {
       op.record->complete(status);
-    } else if (null_comp) {
-      // Accepted into the backlog: COMP_NULL has nothing to report it, and
-      // the buffer is ours again (the backlog keeps a copy). Scribbling over
-      // it makes the target's pattern check catch a runtime that still
-      // reads it.
-      op.record->status_checked = false;
-      op.record->complete(op.record->expected);
-      if (op.size > 0) std::memset(op.buffer, 0xA5, op.size);
+      // COMP_NULL: the buffer is ours again when the post returns.
+      // Scribbling over it makes the target's pattern check catch a runtime
+      // that still reads it.
+      if (null_comp && op.size > 0) std::memset(op.buffer, 0xA5, op.size);
     } else {
       waiter.note_posted(op.record);
     }

@@ -496,7 +496,8 @@ comp_t comp_for(thread_t& th, op_state_t& op) {
 void count_post(thread_t& th, const status_t& status) {
   // relaxed: counts (thread_stats_t).
   if (status.is_retry()) th.stats.retries.fetch_add(1, std::memory_order_relaxed);
-  if (status.error.errorcode == errorcode_t::posted_backlog) {
+  if (status.error.errorcode == errorcode_t::posted_backlog ||
+      status.error.errorcode == errorcode_t::done_backlog) {
     th.stats.backlogged.fetch_add(1, std::memory_order_relaxed);
   }
   if (status.is_done()) th.stats.done_at_once.fetch_add(1, std::memory_order_relaxed);
