@@ -10,11 +10,13 @@
 // Threads started outside any rank (the harness, gtest, Boost) are not
 // touched.
 //
-// Not under a sanitizer: ThreadSanitizer and AddressSanitizer define
-// pthread_create in the executable to track threads, and the dynamic linker
-// finds that first, so rank threads started by the program stay unbound
-// there (LCI calls on them fail with "no network for this process").
-// rank_env_t::run_threads binds its threads in every configuration.
+// Not built under a sanitizer (sim/BUILD): ThreadSanitizer and
+// AddressSanitizer interpose pthread_create themselves, and theirs would
+// find this one as the "real" function behind it, so thread starts would
+// pass through both in an order neither expects. There, a rank's own
+// threads stay unbound (their LCI calls fail with "no network for this
+// thread"); rank_env_t::run_threads binds its threads in every
+// configuration.
 //
 // Thread safety: pthread_create may be called from any thread at any time.
 // Allocation:    one start record per adopted thread, freed by the thread.
