@@ -8,6 +8,7 @@
 #include <thread>
 #include <vector>
 
+#include "backends/linked_backends.hpp"
 #include "lci/runtime/process_host.hpp"
 #include "lci/runtime/host.hpp"
 #include "lci/util/assert.hpp"
@@ -39,11 +40,7 @@ bool started_by_launcher() {
 
 bool simulator_forced() { return env_flag_on("LCI_SIM_FORCE"); }
 
-#if defined(LCI_HAVE_OFI)
-constexpr bool real_network_compiled_in = true;
-#else
-constexpr bool real_network_compiled_in = false;
-#endif
+bool real_network_compiled_in() { return !lci::backend::linked_backends().empty(); }
 
 // The host of every runtime a body creates in process mode (every thread
 // of the process belongs to it); set before the lookup is installed.
@@ -55,7 +52,7 @@ lci::detail::host_t* job_host_lookup() { return g_job_host; }
 
 bool process_mode() {
   static const bool mode =
-      real_network_compiled_in && !simulator_forced() && started_by_launcher();
+      real_network_compiled_in() && !simulator_forced() && started_by_launcher();
   return mode;
 }
 

@@ -38,7 +38,7 @@ fi_info* make_hints(const char* provider_name) {
   fi_info* hints = fi_allocinfo();
   if (hints == nullptr) throw std::bad_alloc();
   hints->ep_attr->type = FI_EP_RDM;
-  // FI_TAGGED: only for put-with-immediate notices (ofi_device.hpp).
+  // FI_TAGGED: only for put-with-immediate notices (docs/backends/ofi.md).
   hints->caps = FI_MSG | FI_TAGGED | FI_RMA | FI_READ | FI_WRITE | FI_REMOTE_READ |
                 FI_REMOTE_WRITE | FI_SOURCE;
   // Accepted: op contexts are our own fi_context2 (ofi_op_table.hpp).
@@ -96,7 +96,7 @@ bool source_address(const std::string& device_name, std::string* address, std::s
 }
 
 // fi_getinfo with make_hints(), asking for FI_MULTI_RECV too (multi-receive
-// buffers, ofi_device.hpp) and, where the provider refuses that, without it:
+// buffers, docs/backends/ofi.md) and, where the provider refuses that, without it:
 // a provider lacking it stays usable, its devices without
 // supports_multi_recv. Whether it was granted is (*info)->caps.
 int get_info(const char* provider_name, const char* node, std::uint64_t flags,
@@ -173,7 +173,7 @@ fi_info* choose_provider(const std::string& provider_name, const std::string& de
 
 // Providers whose fi_cq_readfrom is known to name the source of a remote
 // write's CQ data (checked by the ofi conformance tests); others get the
-// emulated put-with-immediate (ofi_device.hpp).
+// emulated put-with-immediate (docs/backends/ofi.md).
 bool reports_remote_data_source(const std::string& provider_name) {
   return provider_name == "shm";
 }
@@ -189,7 +189,7 @@ void ofi_context_t::info_deleter_t::operator()(fi_info* info) const { fi_freeinf
 void ofi_context_t::fabric_closer_t::operator()(fid_fabric* fabric) const {
   const int rc = fi_close(&fabric->fid);
   // Fails while a domain is open: one a device had to leave open (see
-  // ~ofi_device_t), already reported there.
+  // ~ofi_device_impl_t), already reported there.
   if (rc != 0) {
     std::fprintf(stderr, "lci ofi: closing the fabric: %s\n",
                  detail::describe_fi_error("fi_close", rc).c_str());
@@ -221,8 +221,8 @@ std::unique_ptr<backend::net_device_t> ofi_context_t::alloc_device(
                            "allocation order, so allocate them from one thread");
   }
   const std::string key = device_key(context_index_, devices_count_++);
-  auto device = std::make_unique<ofi_device_t>(info_.get(), fabric_.get(), peers_, rank_me_,
-                                               native_put_imm_, requested);
+  std::unique_ptr<ofi_device_t> device =
+      make_device(info_.get(), fabric_.get(), peers_, rank_me_, native_put_imm_, requested);
   bootstrap_.put(key, device->name().data(), device->name().size());
   bootstrap_.fence();
   std::vector<std::vector<char>> names(rank_n_);

@@ -96,7 +96,7 @@ class ofi_context_t final : public backend::net_context_t {
   std::unique_ptr<fid_fabric, fabric_closer_t> fabric_;
   std::string provider_name_;
   peer_table_t peers_;
-  const bool native_put_imm_;  // see ofi_device.hpp, "Put-with-immediate"
+  const bool native_put_imm_;  // docs/backends/ofi.md, put-with-immediate
   util::spinlock_t alloc_lock_;       // try-locked: refuses concurrent allocations
   std::uint32_t devices_count_ = 0;   // under alloc_lock_
 };

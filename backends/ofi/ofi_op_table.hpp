@@ -8,7 +8,7 @@
 // Three pools: send-side operations (sends, puts, gets; net_max_sends),
 // the caller's posted receives, one op per buffer whether it takes one
 // message or many (net_max_recvs), and the device's own receives for
-// notices (ofi_device.hpp). An empty pool is the device's retry_nomem.
+// notices (docs/backends/ofi.md). An empty pool is the device's retry_nomem.
 //
 // Life of an op:  free -alloc-> taken -post ok-> posted -completion-> free
 //                 posted (multi-receive buffer) -completion of a message->
@@ -62,7 +62,7 @@ struct op_t {
   op_t* next = nullptr;  // free list, settled list or deferred list
   void* user_context = nullptr;
   // The local buffer (recv: the posted one; an inject: the device's copy of
-  // its payload, where it keeps one: ofi_device_t::keep_payload_locked).
+  // its payload, where it keeps one: ofi_device_impl_t::keep_payload_locked).
   void* buffer = nullptr;
   std::uintptr_t remote_address = 0;    // RMA: rmr.base + offset (for faults)
   std::size_t length = 0;               // bytes to transfer / buffer size
@@ -79,7 +79,7 @@ struct op_t {
   // device's own notice receives.
   backend::net_opcode_t opcode = backend::net_opcode_t::send;
   backend::net_fault_t fault = backend::net_fault_t::none;  // settled by a failure: why
-  // Emulated put-with-immediate (ofi_device.hpp): the notice's CQ data, sent
+  // Emulated put-with-immediate (docs/backends/ofi.md): the notice's CQ data, sent
   // once the write has landed; is_notice once the op carries that notice.
   std::uint64_t notice_data = 0;
   bool is_notice = false;

@@ -1,17 +1,14 @@
 #include "lci/runtime/process_host.hpp"
 
 #include <memory>
-#include <stdexcept>
 #include <string>
 #include <thread>
 
+#include "backends/backend_registry.hpp"
+#include "backends/linked_backends.hpp"
 #include "lci/api/lci_generated.hpp"
 #include "lci/bootstrap/bootstrap.hpp"
 #include "lci/runtime/runtime_impl.hpp"
-
-#if defined(LCI_HAVE_OFI)
-#include "backends/ofi/ofi_context.hpp"
-#endif
 
 namespace lci::detail {
 
@@ -28,17 +25,15 @@ unsigned& real_process_host_t::dispatch_depth() {
 }
 
 std::unique_ptr<backend::net_context_t> open_real_network(bootstrap::bootstrap_t& bootstrap) {
-#if defined(LCI_HAVE_OFI)
   const attr_net_context_t attr = get_default_attr_net_context();
-  return std::make_unique<backends::ofi::ofi_context_t>(bootstrap, attr.ofi_provider_name,
-                                                        attr.device_name);
-#else
-  (void)bootstrap;
-  throw std::runtime_error(
-      "lci: no network for this process: run the program under the simulator "
-      "(lci::sim::run_ranks, or an example's main), or build with --config=ofi "
-      "(libfabric) and start it under a launcher (tools/lcirun -n N prog)");
-#endif
+  backend::net_context_args_t args;
+  args.bootstrap = &bootstrap;
+  args.provider_name = attr.ofi_provider_name;
+  args.device_name = attr.device_name;
+  // backend = none: the best backend of this build that opens.
+  const std::string name =
+      attr.backend == attr_backend_t::none ? std::string() : get_attr_backend_str(attr.backend);
+  return backend::linked_backends().open(name, args);
 }
 
 namespace {

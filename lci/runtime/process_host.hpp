@@ -2,14 +2,16 @@
 // process — one rank of a job started by a launcher (tools/lcirun, mpirun,
 // srun: lci/bootstrap detects which), or a job of one when started alone.
 // It opens the process's bootstrap and, over it, the network context of a
-// real backend: libfabric (backends/ofi; provider from
-// LCI_ATTR_OFI_PROVIDER_NAME, default the backend's first usable one).
+// real backend of this build (backends/linked_backends.hpp: libfabric with
+// --config=ofi): the one LCI_ATTR_BACKEND names, or the best that opens;
+// LCI_ATTR_OFI_PROVIDER_NAME and LCI_ATTR_DEVICE_NAME go to the backend.
 //
 // current_host() falls back to process_host() when no host lookup is
 // installed, i.e. when no simulator runs in this process; the host is
 // created on first use, once per process. A build without a real backend
 // (no --config=ofi) has no process host: process_host() throws a
-// std::runtime_error saying so.
+// std::runtime_error saying so ("lci: no network for this process: ..."),
+// as it does for a LCI_ATTR_BACKEND this build lacks.
 //
 // Thread safety: process_host() from any thread (the first call creates the
 //                host; concurrent first calls wait for it). Members as
@@ -40,9 +42,10 @@ namespace lci::detail {
 // the network fails (the message names what is missing).
 host_t& process_host();
 
-// The network context of this build's real backend over `bootstrap`
-// (collective), its attributes from the environment (LCI_ATTR_*); throws
-// std::runtime_error when no real backend is compiled in or it fails.
+// The network context of a real backend of this build over `bootstrap`
+// (collective), chosen and configured by the net context attributes
+// (LCI_ATTR_BACKEND, ...); throws std::runtime_error when no real backend
+// is compiled in, the one named is not, or it fails to open.
 std::unique_ptr<backend::net_context_t> open_real_network(bootstrap::bootstrap_t& bootstrap);
 
 // The host of a real process over a network context it does not own; owns

@@ -4,6 +4,7 @@
 // operation with each completion field checked, multi-receive buffers too.
 #include <gtest/gtest.h>
 
+#include <rdma/fabric.h>
 #include <sched.h>
 
 #include <algorithm>

@@ -1,0 +1,22 @@
+#include "backends/ofi/ofi_backend.hpp"
+
+#include <memory>
+
+#include "backends/ofi/ofi_context.hpp"
+
+namespace lci::backends::ofi {
+
+namespace {
+
+std::unique_ptr<backend::net_context_t> open_context(const backend::net_context_args_t& args) {
+  return std::make_unique<ofi_context_t>(*args.bootstrap, args.provider_name, args.device_name);
+}
+
+}  // namespace
+
+const backend::backend_entry_t& backend_entry() {
+  static const backend::backend_entry_t entry{"ofi", 10, &open_context};
+  return entry;
+}
+
+}  // namespace lci::backends::ofi
