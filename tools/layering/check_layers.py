@@ -47,7 +47,8 @@ class Layer(NamedTuple):
 SIM_NETWORK = ["sim/sim_context", "sim/sim_device", "sim/sim_faults", "sim/sim_fiber",
                "sim/sim_prng", "sim/sim_profile", "sim/sim_scheduler", "sim/sim_seed",
                "sim/sim_world"]
-SIM_HARNESS = ["sim/sim_harness", "sim/sim_process", "sim/sim_program", "sim/sim_rank_host"]
+SIM_HARNESS = ["sim/sim_harness", "sim/sim_process", "sim/sim_program", "sim/sim_rank_host",
+               "sim/sim_thread_adopt"]
 
 LAYERS = [
     Layer("util", ["lci/util/"], []),
