@@ -153,6 +153,11 @@ class TableErrors(unittest.TestCase):
         self.assertEqual(layer.name, "backend_list")
         self.assertEqual(check_layers.layer_of("sim/sim_harness_gtest.hpp", LAYERS).name,
                          "sim_harness")
+        # sim/ files outside the network's list are the harness's.
+        self.assertEqual(check_layers.layer_of("sim/sim_thread_adopt.cpp", LAYERS).name,
+                         "sim_harness")
+        self.assertEqual(check_layers.layer_of("sim/sim_world.cpp", LAYERS).name,
+                         "sim_network")
         self.assertIsNone(check_layers.layer_of("tests/x.cpp", LAYERS))
 
 

@@ -43,12 +43,12 @@ class Layer(NamedTuple):
 
 
 # Lowest first. The simulator is two layers: its network (a backend beside
-# ofi and ibv) and its harness (which runs LCI runtimes on it).
+# ofi and ibv), file by file, and its harness (which runs LCI runtimes on
+# it): every other file of sim/.
 SIM_NETWORK = ["sim/sim_context", "sim/sim_device", "sim/sim_faults", "sim/sim_fiber",
                "sim/sim_prng", "sim/sim_profile", "sim/sim_scheduler", "sim/sim_seed",
                "sim/sim_world"]
-SIM_HARNESS = ["sim/sim_harness", "sim/sim_process", "sim/sim_program", "sim/sim_rank_host",
-               "sim/sim_thread_adopt"]
+SIM_HARNESS = ["sim/"]
 
 LAYERS = [
     Layer("util", ["lci/util/"], []),
