@@ -116,7 +116,6 @@ struct emu_qp_t : ibv_qp {
   std::deque<recv_wqe_t> rq;  // without an SRQ
   std::uint64_t next_seq = 1;
   std::uint64_t event_id = 0;  // the head WR's pending wire event; 0: none
-  std::uint64_t last_effect_ticks = 0;
 };
 
 // The pointers handed out, and the objects they own. Lookup only: never
@@ -284,8 +283,10 @@ struct emu_fabric_t::impl_t {
   void schedule_head(emu_qp_t* qp) {
     if (qp->event_id != 0 || qp->next_index == qp->sq.size()) return;
     LCI_ASSERT(qp->state == IBV_QPS_RTS, "a WR scheduled on a QP not in RTS");
+    // Only the oldest waiting WR of a QP is ever on the wire, and the next is
+    // scheduled once it has taken effect: that is the RC ordering rule.
     const send_wqe_t& wqe = qp->sq[qp->next_index];
-    const std::uint64_t ticks = std::max({wqe.ready_ticks, qp->last_effect_ticks, now});
+    const std::uint64_t ticks = std::max(wqe.ready_ticks, now);
     qp->event_id = ++events_count;
     events.push(event_t{ticks, qp->event_id, qp->hca, qp->qp_num});
   }
@@ -596,7 +597,6 @@ void emu_fabric_t::impl_t::finish_head(emu_qp_t* qp, const outcome_t& outcome, e
   LCI_ASSERT(in_flight > 0, "in-flight count underflow");
   --in_flight;
   ++qp->next_index;
-  qp->last_effect_ticks = now;
   if (outcome.kind == outcome_kind_t::done) {
     ++stats.wrs_delivered;
     trace(6, qp->qp_num, wqe.wr_id);
