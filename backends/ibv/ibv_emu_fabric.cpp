@@ -14,6 +14,7 @@
 
 #include "lci/util/assert.hpp"
 #include "sim/sim_prng.hpp"
+#include "sim/sim_scheduler.hpp"
 
 namespace lci::backends::ibv {
 namespace {
@@ -31,6 +32,7 @@ constexpr std::uint32_t qp_num_first = 0x100;
 struct emu_context_t : ibv_context {
   int hca = 0;
   int objects_count = 0;  // PDs, TDs, CQs open on it (close_device: EBUSY)
+  std::deque<ibv_async_event> events;  // not yet read by poll_async_event
 };
 struct emu_td_t : ibv_td {
   int users_count = 0;  // parent domains
@@ -258,6 +260,19 @@ struct emu_fabric_t::impl_t {
   void trace(std::uint64_t kind, std::uint64_t a, std::uint64_t b) {
     hash = mix(mix(mix(mix(hash, now), kind), a), b);
   }
+  // Under the simulator's scheduler, a completion is progress: ranks that
+  // spin on poll_cq are not a deadlock while the wire still moves.
+  static void note_progress() {
+    if (sim::scheduler_t* scheduler = sim::scheduler_t::current()) scheduler->note_progress();
+  }
+  void push_event(ibv_context* context, ibv_event_type type, ibv_qp* qp, ibv_cq* cq) {
+    ibv_async_event event{};
+    event.event_type = type;
+    if (qp != nullptr) event.element.qp = qp;
+    if (cq != nullptr) event.element.cq = cq;
+    static_cast<emu_context_t*>(context)->events.push_back(event);
+    trace(10, static_cast<std::uint64_t>(type), 0);
+  }
 
   // ---- time and the wire ----
   void tick() {
@@ -310,10 +325,12 @@ struct emu_fabric_t::impl_t {
       return;
     }
     cq->entries.push_back(cqe_t{wc, send_side, seq});
+    note_progress();
   }
   void overrun(emu_cq_t* cq) {
     cq->overrun = true;
     ++stats.cq_overruns;
+    push_event(cq->context, IBV_EVENT_CQ_ERR, nullptr, cq);
     trace(2, static_cast<std::uint64_t>(cq->hca), cq->capacity);
     std::vector<emu_qp_t*> victims;
     for (const auto& entry : qps_by_num) {
@@ -617,7 +634,13 @@ void emu_fabric_t::impl_t::finish_head(emu_qp_t* qp, const outcome_t& outcome, e
   if (outcome.kind == outcome_kind_t::timeout) status = IBV_WC_RETRY_EXC_ERR;
   push_cqe(qp->scq, error_wc(qp, wqe.wr_id, status), true, wqe.seq);
   set_error(qp);
-  if (outcome.kind == outcome_kind_t::failed && outcome.peer_fails) set_error(peer);
+  if (outcome.kind == outcome_kind_t::failed && outcome.peer_fails && peer->state != IBV_QPS_ERR) {
+    // The responder learns of it only by an async event (no WR of its own failed).
+    const ibv_event_type type =
+        status == IBV_WC_REM_ACCESS_ERR ? IBV_EVENT_QP_ACCESS_ERR : IBV_EVENT_QP_REQ_ERR;
+    push_event(peer->context, type, peer, nullptr);
+    set_error(peer);
+  }
 }
 
 // ---- modify_qp ----
@@ -939,6 +962,15 @@ class hca_verbs_t final : public verbs_t {
     }
     return 0;
   }
+  int poll_async_event(ibv_context* context, ibv_async_event* event) override {
+    guard_t guard(fabric_.mutex);
+    emu_context_t* found = own_context(context);
+    if (found == nullptr || event == nullptr) return EINVAL;
+    if (found->events.empty()) return EAGAIN;
+    *event = found->events.front();
+    found->events.pop_front();
+    return 0;
+  }
   int poll_cq(ibv_cq* cq, int entries_max, ibv_wc* wc) override {
     guard_t guard(fabric_.mutex);
     emu_cq_t* found = own(fabric_.cqs.find(cq));
@@ -1250,6 +1282,13 @@ int hca_verbs_t::destroy_qp(ibv_qp* qp) {
   emu_qp_t* found = own(fabric_.qps.find(qp));
   if (found == nullptr) return EINVAL;
   fabric_.set_reset(found);  // its WRs leave the wire, without completions
+  auto& events = static_cast<emu_context_t*>(found->context)->events;
+  events.erase(std::remove_if(events.begin(), events.end(),
+                              [found](const ibv_async_event& event) {
+                                return event.event_type != IBV_EVENT_CQ_ERR &&
+                                       event.element.qp == found;
+                              }),
+               events.end());
   fabric_.qps_by_num.erase({found->hca, found->qp_num});
   --found->holder->users_count;
   --found->scq->users_count;

@@ -93,6 +93,13 @@ class verbs_t {
   virtual int post_recv(ibv_qp* qp, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) = 0;
   virtual int post_srq_recv(ibv_srq* srq, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) = 0;
   virtual int poll_cq(ibv_cq* cq, int entries_max, ibv_wc* wc) = 0;
+
+  // Asynchronous events (a responder QP that a remote access error moved to
+  // ERR, a CQ error, ...), without waiting: 0 and *event, already
+  // acknowledged, or EAGAIN when none is pending. (libibverbs:
+  // ibv_get_async_event on the context's async_fd, made non-blocking, and
+  // ibv_ack_async_event.)
+  virtual int poll_async_event(ibv_context* context, ibv_async_event* event) = 0;
 };
 
 }  // namespace lci::backends::ibv

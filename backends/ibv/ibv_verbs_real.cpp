@@ -1,6 +1,10 @@
 #include "backends/ibv/ibv_verbs_real.hpp"
 
+#include <fcntl.h>
 #include <infiniband/verbs.h>
+#include <poll.h>
+
+#include <cerrno>
 
 namespace lci::backends::ibv {
 namespace {
@@ -78,6 +82,15 @@ class real_verbs_t final : public verbs_t {
   }
   int poll_cq(ibv_cq* cq, int entries_max, ibv_wc* wc) override {
     return ::ibv_poll_cq(cq, entries_max, wc);
+  }
+  int poll_async_event(ibv_context* context, ibv_async_event* event) override {
+    pollfd ready{context->async_fd, POLLIN, 0};
+    if (::poll(&ready, 1, 0) <= 0) return EAGAIN;
+    if (::ibv_get_async_event(context, event) != 0) return errno != 0 ? errno : EAGAIN;
+    ibv_async_event copy = *event;
+    ::ibv_ack_async_event(event);
+    *event = copy;
+    return 0;
   }
 };
 

@@ -1,0 +1,146 @@
+// The backend conformance suite (tests/backends/conformance/) over the ibv
+// backend (backends/ibv/ibv_device.hpp) on the emulated verbs device
+// (backends/ibv/ibv_emu_fabric.hpp): every rank of a simulated run opens
+// its own HCA of one emulated fabric, seeded like the run; several seeds in
+// deterministic mode (fibers), and the wire with delay spikes.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "backends/ibv/ibv_context.hpp"
+#include "backends/ibv/ibv_emu_fabric.hpp"
+#include "sim/sim_harness.hpp"
+#include "sim/sim_seed.hpp"
+#include "tests/backends/conformance/conformance.hpp"
+
+namespace lci::conformance {
+namespace {
+
+using backends::ibv::emu_fabric_t;
+using backends::ibv::emu_options_t;
+using backends::ibv::ibv_bootstrap_t;
+using backends::ibv::ibv_context_t;
+
+struct meeting_t {
+  std::mutex lock;
+  std::uint64_t generation = 0;
+  int arrived = 0;
+};
+
+// A rank: the ibv context over its HCA, bootstrapped through the harness's
+// out-of-band allgather. The barrier keeps polling the rank's endpoints (a
+// peer may wait for this rank's progress: its QP in ERR is re-established
+// only when this rank polls).
+class ibv_rank_ctx_t final : public rank_ctx_t {
+ public:
+  ibv_rank_ctx_t(sim::rank_env_t& env, meeting_t& meeting, emu_fabric_t& fabric)
+      : env_(env),
+        meeting_(meeting),
+        context_(fabric.verbs(env.rank()), env.rank(), env.ranks_count(),
+                 ibv_bootstrap_t{[&env](const void* mine, std::size_t bytes, void* all) {
+                                   env.allgather(mine, bytes, all);
+                                 },
+                                 [&env](const char* what) { env.wait(what); }}) {}
+  backend::net_context_t& context() override { return context_; }
+  void wait(const char* what) override { env_.wait(what); }
+  void barrier() override {
+    std::uint64_t generation;
+    {
+      std::lock_guard<std::mutex> guard(meeting_.lock);
+      generation = meeting_.generation;
+      ++meeting_.arrived;
+    }
+    for (;;) {
+      {
+        std::lock_guard<std::mutex> guard(meeting_.lock);
+        if (meeting_.generation != generation) return;
+        if (meeting_.arrived >= env_.ranks_count()) {
+          meeting_.arrived = 0;
+          ++meeting_.generation;
+          return;
+        }
+      }
+      poll_endpoints();
+      env_.wait("barrier");
+    }
+  }
+  void allgather(const void* mine, std::size_t bytes, void* all) override {
+    barrier();
+    env_.allgather(mine, bytes, all);
+  }
+  void run_threads(int threads_count, const std::function<void(int)>& body) override {
+    env_.run_threads(threads_count, body);
+  }
+  void add_poller(const void* owner, std::function<void()> poll) override {
+    std::lock_guard<std::mutex> guard(pollers_lock_);
+    pollers_.emplace_back(owner, std::move(poll));
+  }
+  void remove_poller(const void* owner) override {
+    std::lock_guard<std::mutex> guard(pollers_lock_);
+    pollers_.erase(std::remove_if(pollers_.begin(), pollers_.end(),
+                                  [owner](const auto& entry) { return entry.first == owner; }),
+                   pollers_.end());
+  }
+
+ private:
+  void poll_endpoints() {
+    std::vector<std::function<void()>> polls;
+    {
+      std::lock_guard<std::mutex> guard(pollers_lock_);
+      for (const auto& entry : pollers_) polls.push_back(entry.second);
+    }
+    for (const auto& poll : polls) poll();
+  }
+
+  sim::rank_env_t& env_;
+  meeting_t& meeting_;
+  ibv_context_t context_;
+  std::mutex pollers_lock_;
+  std::vector<std::pair<const void*, std::function<void()>>> pollers_;
+};
+
+backend_case_t ibv_case(const std::string& name, std::uint64_t seed, double delay_spike_rate) {
+  backend_case_t result;
+  result.name = name;
+  result.run = [seed, delay_spike_rate](int ranks_count, const rank_body_t& body) {
+    emu_options_t emu;
+    emu.hcas_count = ranks_count;
+    emu.seed = seed;
+    emu.delay_spike_rate = delay_spike_rate;
+    emu_fabric_t fabric(emu);
+    sim::run_options_t options = sim::default_run_options(seed, sim::world_mode_t::deterministic);
+    meeting_t meeting;
+    const sim::run_report_t report =
+        sim::run_ranks(ranks_count, options, [&](sim::rank_env_t& env) {
+          ibv_rank_ctx_t ctx(env, meeting, fabric);
+          body(ctx);
+        });
+    if (report.ok) return std::string();
+    return report.report + "\n" + fabric.describe();
+  };
+  result.can_crash = false;  // the emulated fabric has no crashed HCA yet
+  return result;
+}
+
+std::vector<backend_case_t> ibv_cases() {
+  std::vector<backend_case_t> cases;
+  for (std::uint64_t seed : sim::seeds_from_env(1, 3)) {
+    cases.push_back(ibv_case("emu_seed" + std::to_string(seed), seed, 0.0));
+  }
+  for (std::uint64_t seed : sim::seeds_from_env(101, 2)) {
+    cases.push_back(ibv_case("emu_spikes_seed" + std::to_string(seed), seed, 0.1));
+  }
+  return cases;
+}
+
+INSTANTIATE_TEST_SUITE_P(Ibv, BackendConformance, ::testing::ValuesIn(ibv_cases()), case_name);
+
+}  // namespace
+}  // namespace lci::conformance
