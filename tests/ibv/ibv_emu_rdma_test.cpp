@@ -65,6 +65,12 @@ void expect_remote_failure(emu_pair_t& pair, ibv_wc_status status, const char* t
   EXPECT_EQ(got[1].status, IBV_WC_WR_FLUSH_ERR);
   EXPECT_EQ(pair.a.state(), IBV_QPS_ERR);
   EXPECT_EQ(pair.b.state(), IBV_QPS_ERR) << "the responder's QP fails too";
+  const std::vector<ibv_async_event> events = pair.b.events();
+  ASSERT_EQ(events.size(), 1u) << "the responder hears of it by an async event";
+  EXPECT_EQ(events[0].event_type,
+            status == IBV_WC_REM_ACCESS_ERR ? IBV_EVENT_QP_ACCESS_ERR : IBV_EVENT_QP_REQ_ERR);
+  EXPECT_EQ(events[0].element.qp, pair.b.qp);
+  EXPECT_TRUE(pair.a.events().empty()) << "the requester hears of it by its completion";
   EXPECT_STREQ(target, target_before) << "the victim's memory is untouched";
   ASSERT_EQ(pair.reestablish(pair.a, pair.b), 0);
   ASSERT_EQ(pair.reestablish(pair.b, pair.a), 0);

@@ -149,6 +149,13 @@ struct side_t {
     return got;
   }
   ibv_qp_state state() { return qp_state_of(*verbs, qp); }
+  // The async events pending on this side's context, in order.
+  std::vector<ibv_async_event> events() {
+    std::vector<ibv_async_event> got;
+    ibv_async_event event{};
+    while (verbs->poll_async_event(context, &event) == 0) got.push_back(event);
+    return got;
+  }
 };
 
 class emu_pair_t {

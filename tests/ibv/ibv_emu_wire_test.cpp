@@ -90,6 +90,10 @@ TEST(IbvEmuCq, OverrunBreaksTheCqAndItsQps) {
   EXPECT_LT(pair.a.verbs->poll_cq(pair.a.cq, 8, wc), 0) << "an overrun CQ is broken";
   EXPECT_LT(pair.a.verbs->poll_cq(pair.a.cq, 8, wc), 0) << "and stays broken";
   EXPECT_EQ(pair.a.state(), IBV_QPS_ERR) << "its QPs enter ERR";
+  const std::vector<ibv_async_event> events = pair.a.events();
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].event_type, IBV_EVENT_CQ_ERR);
+  EXPECT_EQ(events[0].element.cq, pair.a.cq);
   EXPECT_EQ(pair.b.state(), IBV_QPS_RTS) << "the peer's CQ is its own";
 }
 
