@@ -106,16 +106,23 @@ class ibv_rank_ctx_t final : public rank_ctx_t {
   std::vector<std::pair<const void*, std::function<void()>>> pollers_;
 };
 
-backend_case_t ibv_case(const std::string& name, std::uint64_t seed, double delay_spike_rate) {
+struct case_faults_t {
+  double delay_spike_rate = 0.0;
+  double reg_mr_failure_rate = 0.0;
+};
+
+backend_case_t ibv_case(const std::string& name, std::uint64_t seed, sim::world_mode_t mode,
+                        case_faults_t faults) {
   backend_case_t result;
   result.name = name;
-  result.run = [seed, delay_spike_rate](int ranks_count, const rank_body_t& body) {
+  result.run = [seed, mode, faults](int ranks_count, const rank_body_t& body) {
     emu_options_t emu;
     emu.hcas_count = ranks_count;
     emu.seed = seed;
-    emu.delay_spike_rate = delay_spike_rate;
+    emu.delay_spike_rate = faults.delay_spike_rate;
+    emu.reg_mr_failure_rate = faults.reg_mr_failure_rate;
     emu_fabric_t fabric(emu);
-    sim::run_options_t options = sim::default_run_options(seed, sim::world_mode_t::deterministic);
+    sim::run_options_t options = sim::default_run_options(seed, mode);
     meeting_t meeting;
     const sim::run_report_t report =
         sim::run_ranks(ranks_count, options, [&](sim::rank_env_t& env) {
@@ -129,14 +136,21 @@ backend_case_t ibv_case(const std::string& name, std::uint64_t seed, double dela
   return result;
 }
 
+// Deterministic seeds; seeds with delay spikes and registrations that fail
+// (retry_nomem, as a NIC out of memory-translation entries); and
+// concurrent mode (ranks and their threads are OS threads; run it under
+// --config=tsan).
 std::vector<backend_case_t> ibv_cases() {
+  const sim::world_mode_t deterministic = sim::world_mode_t::deterministic;
   std::vector<backend_case_t> cases;
   for (std::uint64_t seed : sim::seeds_from_env(1, 3)) {
-    cases.push_back(ibv_case("emu_seed" + std::to_string(seed), seed, 0.0));
+    cases.push_back(ibv_case("emu_seed" + std::to_string(seed), seed, deterministic, {}));
   }
   for (std::uint64_t seed : sim::seeds_from_env(101, 2)) {
-    cases.push_back(ibv_case("emu_spikes_seed" + std::to_string(seed), seed, 0.1));
+    cases.push_back(ibv_case("emu_faults_seed" + std::to_string(seed), seed, deterministic,
+                             {0.1, 0.1}));
   }
+  cases.push_back(ibv_case("emu_concurrent", 7, sim::world_mode_t::concurrent, {}));
   return cases;
 }
 
