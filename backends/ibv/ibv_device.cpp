@@ -211,15 +211,34 @@ void ibv_device_t::connect_peers() {
   for (std::size_t peer = 0; peer < ranks; ++peer) {
     peers_[peer].remote_lid = addresses[peer].lid;
     for (channel_t& channel : peers_[peer].channels) {
-      if (int error = bring_up(peers_[peer], channel)) throw_verbs(verbs_, "modify_qp", error);
+      if (int error = bring_up_to_rtr(peers_[peer], channel)) {
+        throw_verbs(verbs_, "modify_qp", error);
+      }
       qp_nums_.emplace_back(channel.qp->qp_num, static_cast<int>(peer));
     }
   }
   std::sort(qp_nums_.begin(), qp_nums_.end());
+  // No rank sends before every rank's QPs can receive (RTR): a request to
+  // a QP still in RESET or INIT is lost, and the sender's retries would
+  // count down against however long the peer takes to get there.
+  char ready = 1;
+  std::vector<char> all_ready(ranks);
+  context_.bootstrap().allgather(&ready, sizeof(ready), all_ready.data());
+  for (peer_t& peer : peers_) {
+    for (channel_t& channel : peer.channels) {
+      if (int error = rtr_to_rts(channel)) throw_verbs(verbs_, "modify_qp", error);
+    }
+  }
 }
 
 // RESET -> INIT -> RTR -> RTS, to the peer's QP.
 int ibv_device_t::bring_up(const peer_t& peer, channel_t& channel) {
+  if (int error = bring_up_to_rtr(peer, channel)) return error;
+  return rtr_to_rts(channel);
+}
+
+// RESET -> INIT -> RTR: the QP can receive from the peer's.
+int ibv_device_t::bring_up_to_rtr(const peer_t& peer, channel_t& channel) {
   ibv_qp_attr attr{};
   attr.qp_state = IBV_QPS_RESET;
   if (int error = verbs_.modify_qp(channel.qp, &attr, IBV_QP_STATE)) return error;
@@ -245,7 +264,12 @@ int ibv_device_t::bring_up(const peer_t& peer, channel_t& channel) {
                                        IBV_QP_MIN_RNR_TIMER)) {
     return error;
   }
-  attr = ibv_qp_attr{};
+  return 0;
+}
+
+// RTR -> RTS: the QP can send.
+int ibv_device_t::rtr_to_rts(channel_t& channel) {
+  ibv_qp_attr attr{};
   attr.qp_state = IBV_QPS_RTS;
   attr.timeout = transport_timeout;
   attr.retry_cnt = transport_retry_cnt;
@@ -270,7 +294,11 @@ void ibv_device_t::drain() {
     if (!busy) return;
     LCI_ASSERT(turn < drain_turns_max, "an ibv device's sends never completed at destruction");
     (void)poll_comp(statuses, poll_batch_max);  // completions nobody waits for any more
-    context_.bootstrap().wait("ibv device drains its sends");
+    try {
+      context_.bootstrap().wait("ibv device drains its sends");
+    } catch (...) {
+      return;  // the run is being stopped (a harness's wait throws): nothing more to deliver
+    }
   }
 }
 

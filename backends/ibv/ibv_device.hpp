@@ -145,6 +145,8 @@ class ibv_device_t final : public backend::net_device_t {
   void create_queues();
   void connect_peers();
   int bring_up(const peer_t& peer, channel_t& channel);
+  int bring_up_to_rtr(const peer_t& peer, channel_t& channel);
+  int rtr_to_rts(channel_t& channel);
   [[nodiscard]] error_t post_op(const char* what, const post_args_t& args);
   [[nodiscard]] error_t fill_op(op_t* op, const post_args_t& args);
   int post_wr(channel_t& channel, op_t* op);

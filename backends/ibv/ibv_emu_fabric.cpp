@@ -1356,6 +1356,21 @@ std::string emu_fabric_t::describe() const {
       << " timeout_tick_ticks=" << options.timeout_tick_ticks
       << " delay_spike_rate=" << options.delay_spike_rate
       << " reg_mr_failure_rate=" << options.reg_mr_failure_rate;
+  std::lock_guard<std::mutex> guard(impl_->mutex);
+  const emu_stats_t& stats = impl_->stats;
+  out << "\n  now_ticks=" << impl_->now << " in_flight=" << impl_->in_flight
+      << " events_pending=" << impl_->events.size() << " delivered=" << stats.wrs_delivered
+      << " rnr_naks=" << stats.rnr_naks << " transport_retries=" << stats.transport_retries
+      << " error_completions=" << stats.error_completions << " flushed=" << stats.flushed_wrs;
+  for (const auto& entry : impl_->qps_by_num) {
+    const emu_qp_t* qp = entry.second;
+    std::size_t queued = 0;
+    for (const auto& cq_entry : qp->scq->entries) queued += cq_entry.wc.qp_num == qp->qp_num;
+    out << "\n  hca " << qp->hca << " qp " << qp->qp_num << " state " << qp->state
+        << " sq " << qp->sq.size() << " waiting " << qp->sq.size() - qp->next_index
+        << " cqes_queued " << queued
+        << " recvs " << (qp->esrq != nullptr ? qp->esrq->queue.size() : qp->rq.size());
+  }
   return out.str();
 }
 

@@ -31,9 +31,10 @@ using backend::net_opcode_t;
 using backend::net_rmr_t;
 using backend::net_status_t;
 
-// Runs body(rank, env, context) on two ranks over one emulated fabric.
-void run_two_ranks(std::uint64_t seed,
-                   const std::function<void(sim::rank_env_t&, ibv_context_t&)>& body) {
+// Runs body(rank, env, context) on two ranks over one emulated fabric;
+// returns the run's trace: the scheduler's and the fabric's hashes mixed.
+std::uint64_t run_two_ranks(std::uint64_t seed,
+                            const std::function<void(sim::rank_env_t&, ibv_context_t&)>& body) {
   emu_options_t emu;
   emu.hcas_count = 2;
   emu.seed = seed;
@@ -47,6 +48,7 @@ void run_two_ranks(std::uint64_t seed,
         body(env, context);
       });
   EXPECT_TRUE(report.ok) << report.report << "\n" << fabric.describe();
+  return report.trace_hash * 31 + fabric.trace_hash();
 }
 
 // Polls `device` until `done`, collecting every completion.
@@ -82,12 +84,11 @@ void post_retrying(sim::rank_env_t& env, backend::net_device_t& device, Op&& op)
 // re-established only inside its poll_comp, and the requester's retries
 // give up if that takes longer than retry_cnt transport timeouts
 // (docs/backends/ibv.md, "The device").
-TEST(IbvDevice, RemoteAccessErrorFailsOneOperationOnly) {
+std::uint64_t run_remote_access_error(std::uint64_t seed) {
   constexpr std::size_t size = 256;
   constexpr std::size_t chunk = 32;
   bool requester_done = false;  // fibers of one OS thread: no atomics needed
-  run_two_ranks(sim::seed_from_env(51), [&requester_done](sim::rank_env_t& env,
-                                                          ibv_context_t& context) {
+  return run_two_ranks(seed, [&requester_done](sim::rank_env_t& env, ibv_context_t& context) {
     auto device = context.alloc_device({});
     std::vector<char> region(size, 'g');  // rank 1's exposed memory
     net_mr_t region_mr;
@@ -152,6 +153,23 @@ TEST(IbvDevice, RemoteAccessErrorFailsOneOperationOnly) {
     device->deregister_memory(&region_mr);
     env.barrier();
   });
+}
+
+TEST(IbvDevice, RemoteAccessErrorFailsOneOperationOnly) {
+  (void)run_remote_access_error(sim::seed_from_env(51));
+}
+
+// The same seed replays the same run (fibers and wire alike); another
+// seed gives another.
+TEST(IbvDevice, SameSeedSameRun) {
+  const std::uint64_t seed = sim::seed_from_env(53);
+  const std::uint64_t first = run_remote_access_error(seed);
+  EXPECT_EQ(first, run_remote_access_error(seed)) << sim::replay_command(seed, "");
+  bool differs = false;
+  for (std::uint64_t other = seed + 1; other < seed + 4 && !differs; ++other) {
+    differs = run_remote_access_error(other) != first;
+  }
+  EXPECT_TRUE(differs);
 }
 
 TEST(IbvDevice, UnreachablePeerFailsNamingItsRankAndIsReportedOnce) {
