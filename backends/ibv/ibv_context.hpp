@@ -36,9 +36,18 @@ struct ibv_bootstrap_t {
   std::function<void(const char* what)> wait;
 };
 
+// How a device binds its QPs to thread domains (paper §4.2.3; the values of
+// the runtime's attr_ibv_td_strategy_t): none (QPs on the PD), all_qp (one
+// TD and parent domain for all QPs of the device: suits one thread per
+// device), per_qp (a TD and parent domain per QP). A provider without
+// thread domains (alloc_td: EOPNOTSUPP) gets none.
+enum class td_strategy_t : std::uint8_t { none, all_qp, per_qp };
+
 struct ibv_context_options_t {
   std::string device_name;  // "" : the first device libibverbs lists
   std::uint8_t port_num = 1;
+  // For every device of the context (net_device_attr_t has no field for it).
+  td_strategy_t td_strategy = td_strategy_t::none;
 };
 
 class ibv_context_t final : public backend::net_context_t {
@@ -63,6 +72,7 @@ class ibv_context_t final : public backend::net_context_t {
   std::uint8_t port_num() const { return options_.port_num; }
   const ibv_gid& gid() const { return gid_; }
   const ibv_bootstrap_t& bootstrap() const { return bootstrap_; }
+  td_strategy_t td_strategy() const { return options_.td_strategy; }
 
  private:
   verbs_t& verbs_;

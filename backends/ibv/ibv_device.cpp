@@ -37,6 +37,10 @@ constexpr std::uint8_t rnr_retry_forever = 7;
 constexpr std::uint8_t min_rnr_timer = 12;
 constexpr std::uint8_t transport_timeout = 14;
 constexpr std::uint8_t transport_retry_cnt = 7;
+// After a remote access error, how many times a QP is re-established while
+// the peer's QP (in ERR until the peer polls) times the requests out, before
+// the peer counts as unreachable.
+constexpr std::size_t repair_rounds_max = 64;
 // Peers per allgather round: two QP numbers each, 64 bytes per rank.
 constexpr std::size_t peers_per_round = ibv_bootstrap_t::allgather_bytes_max / 8;
 
@@ -158,6 +162,7 @@ void ibv_device_t::create_queues() {
   for (peer_t& peer : peers_) {
     for (std::size_t c = 0; c < channels_count; ++c) {
       channel_t& channel = peer.channels[c];
+      ibv_pd* domain = qp_domain();
       for (;;) {  // the largest inline size the device grants, from the requested one down
       ibv_qp_init_attr init{};
       init.send_cq = cq_;
@@ -167,7 +172,7 @@ void ibv_device_t::create_queues() {
       init.cap.max_send_wr = static_cast<std::uint32_t>(sends_max_);
       init.cap.max_send_sge = 1;
       init.cap.max_inline_data = inline_max_;
-      channel.qp = verbs_.create_qp(pd_, &init);
+      channel.qp = verbs_.create_qp(domain, &init);
       if (channel.qp != nullptr) {
         inline_max_ = std::min(inline_max_, init.cap.max_inline_data);
         break;
@@ -177,6 +182,37 @@ void ibv_device_t::create_queues() {
       }
     }
   }
+}
+
+// The PD the next QP is created on: the PD itself, or a parent domain
+// binding it to a thread domain (td_strategy_t): a new one per QP, or the
+// device's one. A provider without thread domains gets the PD.
+ibv_pd* ibv_device_t::qp_domain() {
+  const td_strategy_t strategy = context_.td_strategy();
+  if (strategy == td_strategy_t::none) return pd_;
+  if (strategy == td_strategy_t::all_qp && !parent_domains_.empty()) return parent_domains_[0];
+  if (tds_unsupported_) return pd_;
+  ibv_td_init_attr td_init{};
+  ibv_td* td = verbs_.alloc_td(context_.context(), &td_init);
+  if (td == nullptr) {
+    tds_unsupported_ = errno == EOPNOTSUPP || errno == ENOSYS;
+    if (tds_unsupported_) return pd_;
+    throw_verbs(verbs_, "alloc_td", errno);
+  }
+  ibv_parent_domain_init_attr parent_init{};
+  parent_init.pd = pd_;
+  parent_init.td = td;
+  ibv_pd* parent = verbs_.alloc_parent_domain(context_.context(), &parent_init);
+  if (parent == nullptr) {
+    const int error = errno;
+    (void)verbs_.dealloc_td(td);
+    tds_unsupported_ = error == EOPNOTSUPP || error == ENOSYS;
+    if (tds_unsupported_) return pd_;
+    throw_verbs(verbs_, "alloc_parent_domain", error);
+  }
+  tds_.push_back(td);
+  parent_domains_.push_back(parent);
+  return parent;
 }
 
 // Round 0: every rank's LID and GID; then rounds of QP numbers: rank r's
@@ -312,6 +348,14 @@ ibv_device_t::~ibv_device_t() {
   }
   for (op_t& op : ops_) {
     if (op.own_mr != nullptr) (void)verbs_.dereg_mr(op.own_mr);
+  }
+  for (ibv_pd* parent : parent_domains_) {
+    const int error = verbs_.dealloc_pd(parent);
+    LCI_ASSERT(error == 0, "dealloc_pd of a parent domain failed");
+  }
+  for (ibv_td* td : tds_) {
+    const int error = verbs_.dealloc_td(td);
+    LCI_ASSERT(error == 0, "dealloc_td failed");
   }
   const int srq_error = verbs_.destroy_srq(srq_);
   LCI_ASSERT(srq_error == 0, "destroy_srq failed");
@@ -593,7 +637,10 @@ void ibv_device_t::mark_dead(int rank) {
 bool ibv_device_t::take_send_error(const ibv_wc& wc, op_t* op, net_status_t* status) {
   peer_t& peer = peers_[static_cast<std::size_t>(op->rank)];
   channel_t& channel = channel_of(op);
-  if (wc.status == IBV_WC_WR_FLUSH_ERR && !peer.dead) {  // another WR broke the QP
+  const bool not_yet = wc.status == IBV_WC_RETRY_EXC_ERR && channel.recovering &&
+                       channel.repair_rounds < repair_rounds_max;
+  if ((wc.status == IBV_WC_WR_FLUSH_ERR || not_yet) && !peer.dead) {  // post it again later
+    if (not_yet) ++channel.repair_rounds;
     channel.needs_repair = true;
     op->state = op_state_t::deferred;
     channel.deferred.push(op);
@@ -609,6 +656,8 @@ bool ibv_device_t::take_send_error(const ibv_wc& wc, op_t* op, net_status_t* sta
     status->fault = net_fault_t::protection;
     status->fault_address = op->remote_address;
     channel.needs_repair = true;
+    channel.recovering = true;
+    channel.repair_rounds = 0;
   } else {
     status->fault = net_fault_t::peer_crashed;
     mark_dead(op->rank);
@@ -650,6 +699,7 @@ bool ibv_device_t::take_wc(const ibv_wc& wc, net_status_t* status) {
   LCI_ASSERT(channel.outstanding > 0, "a send completion with none outstanding");
   --channel.outstanding;
   if (wc.status != IBV_WC_SUCCESS) return take_send_error(wc, op, status);
+  channel.recovering = false;  // the peer's QP answers again
   const bool report = !op->silent;
   if (report) {
     *status = net_status_t{};

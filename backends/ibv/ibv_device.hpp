@@ -59,6 +59,9 @@ class ibv_device_t final : public backend::net_device_t {
   ibv_device_t& operator=(const ibv_device_t&) = delete;
 
   const backend::net_device_attr_t& attr() const override { return attr_; }
+  // Thread domains the device allocated (0 under td_strategy_t::none or a
+  // provider without them; 1 under all_qp; one per QP under per_qp).
+  std::size_t thread_domains_count() const { return tds_.size(); }
 
   [[nodiscard]] error_t post_recv(void* buffer, std::size_t size, backend::net_mr_t mr,
                                   void* user_context) override;
@@ -125,6 +128,11 @@ class ibv_device_t final : public backend::net_device_t {
     std::uint32_t remote_qp_num = 0;
     std::size_t outstanding = 0;  // WRs posted on qp, completion not yet polled
     bool needs_repair = false;    // the QP is in ERR: re-establish once outstanding == 0
+    // Re-established after a remote access error, no WR completed since: the
+    // peer's QP may still be in ERR until the peer polls, so a transport
+    // timeout means "not yet", up to repair_rounds_max rounds.
+    bool recovering = false;
+    std::size_t repair_rounds = 0;
     op_list_t deferred;           // flushed WRs (and posts while repairing), posted after repair
   };
   // Two QPs per peer: sends on the message QP, whose receives are the
@@ -143,6 +151,7 @@ class ibv_device_t final : public backend::net_device_t {
   struct post_args_t;
 
   void create_queues();
+  ibv_pd* qp_domain();
   void connect_peers();
   int bring_up(const peer_t& peer, channel_t& channel);
   int bring_up_to_rtr(const peer_t& peer, channel_t& channel);
@@ -175,6 +184,9 @@ class ibv_device_t final : public backend::net_device_t {
   std::size_t notices_max_ = 0;
   std::uint32_t inline_max_ = 0;
   ibv_pd* pd_ = nullptr;
+  std::vector<ibv_td*> tds_;             // per the context's td_strategy_t
+  std::vector<ibv_pd*> parent_domains_;  // one per TD: where the QPs are created
+  bool tds_unsupported_ = false;         // alloc_td said EOPNOTSUPP: QPs on the PD
   ibv_cq* cq_ = nullptr;
   ibv_srq* srq_ = nullptr;         // the caller's receives
   ibv_srq* notice_srq_ = nullptr;  // the device's own, for writes with immediate

@@ -18,6 +18,7 @@
 
 #include "backends/backend.hpp"
 #include "backends/ibv/ibv_context.hpp"
+#include "backends/ibv/ibv_device.hpp"
 #include "backends/ibv/ibv_emu_fabric.hpp"
 #include "sim/sim_harness.hpp"
 #include "sim/sim_seed.hpp"
@@ -34,7 +35,8 @@ using backend::net_status_t;
 // Runs body(rank, env, context) on two ranks over one emulated fabric;
 // returns the run's trace: the scheduler's and the fabric's hashes mixed.
 std::uint64_t run_two_ranks(std::uint64_t seed,
-                            const std::function<void(sim::rank_env_t&, ibv_context_t&)>& body) {
+                            const std::function<void(sim::rank_env_t&, ibv_context_t&)>& body,
+                            const ibv_context_options_t& context_options = {}) {
   emu_options_t emu;
   emu.hcas_count = 2;
   emu.seed = seed;
@@ -44,7 +46,8 @@ std::uint64_t run_two_ranks(std::uint64_t seed,
         ibv_context_t context(fabric.verbs(env.rank()), env.rank(), env.ranks_count(),
                               ibv_bootstrap_t{[&env](const void* mine, std::size_t bytes,
                                                      void* all) { env.allgather(mine, bytes, all); },
-                                              [&env](const char* what) { env.wait(what); }});
+                                              [&env](const char* what) { env.wait(what); }},
+                              context_options);
         body(env, context);
       });
   EXPECT_TRUE(report.ok) << report.report << "\n" << fabric.describe();
@@ -217,6 +220,49 @@ TEST(IbvDevice, UnreachablePeerFailsNamingItsRankAndIsReportedOnce) {
         << describe_fault(statuses[0]);
     env.barrier();
   });
+}
+
+// Each thread-domain strategy: the QPs sit on parent domains of as many
+// thread domains as it says, and traffic flows over them (the MRs are
+// registered on the PD the parent domains share).
+TEST(IbvDevice, ThreadDomainStrategies) {
+  struct expectation_t {
+    td_strategy_t strategy;
+    std::size_t tds;
+  };
+  // Two ranks, two QPs per rank: 4 QPs per device.
+  for (const expectation_t expected : {expectation_t{td_strategy_t::none, 0},
+                                       expectation_t{td_strategy_t::all_qp, 1},
+                                       expectation_t{td_strategy_t::per_qp, 4}}) {
+    ibv_context_options_t options;
+    options.td_strategy = expected.strategy;
+    run_two_ranks(
+        sim::seed_from_env(54),
+        [&expected](sim::rank_env_t& env, ibv_context_t& context) {
+          auto owned = context.alloc_device({});
+          auto* device = static_cast<ibv_device_t*>(owned.get());
+          EXPECT_EQ(device->thread_domains_count(), expected.tds);
+          std::vector<char> region(64, 0);
+          net_mr_t mr;
+          post_retrying(env, *device, [&] { return device->register_memory(region.data(), 64, &mr); });
+          const net_rmr_t mine = device->get_rmr(mr);
+          net_rmr_t rmrs[2];
+          env.allgather(&mine, sizeof(mine), rmrs);
+          const int peer = 1 - env.rank();
+          post_retrying(env, *device, [&] {
+            return device->post_putImms(peer, "td", 3, static_cast<std::uint64_t>(env.rank()) * 8,
+                                        rmrs[peer], 40 + env.rank());
+          });
+          std::vector<net_status_t> statuses;
+          poll_until(env, *device, &statuses, [&] { return !statuses.empty(); }, "the putImm");
+          EXPECT_EQ(statuses[0].opcode, net_opcode_t::remote_write);
+          EXPECT_EQ(statuses[0].imm_data, 40u + peer);
+          EXPECT_STREQ(region.data() + peer * 8, "td");
+          env.barrier();
+          device->deregister_memory(&mr);
+        },
+        options);
+  }
 }
 
 TEST(IbvContext, NoDeviceIsAClearError) {
