@@ -1,6 +1,5 @@
 #include "backends/ibv/ibv_verbs_real.hpp"
 
-#include <fcntl.h>
 #include <infiniband/verbs.h>
 #include <poll.h>
 
