@@ -41,6 +41,12 @@ constexpr std::uint8_t transport_retry_cnt = 7;
 // the peer's QP (in ERR until the peer polls) times the requests out, before
 // the peer counts as unreachable.
 constexpr std::size_t repair_rounds_max = 64;
+// Liveness: after this many polls in a row that found nothing, the device
+// probes one peer (round robin) with a zero-byte RDMA write on its RMA QP;
+// a probe that times out probe_rounds_max times in a row (the QP
+// re-established in between) means the peer is gone.
+constexpr std::size_t probe_idle_polls = 16;
+constexpr std::size_t probe_rounds_max = 8;
 // Peers per allgather round: two QP numbers each, 64 bytes per rank.
 constexpr std::size_t peers_per_round = ibv_bootstrap_t::allgather_bytes_max / 8;
 
@@ -637,6 +643,20 @@ void ibv_device_t::mark_dead(int rank) {
 bool ibv_device_t::take_send_error(const ibv_wc& wc, op_t* op, net_status_t* status) {
   peer_t& peer = peers_[static_cast<std::size_t>(op->rank)];
   channel_t& channel = channel_of(op);
+  if (op->is_probe) {  // never reported: it finds out whether the peer is there
+    if (wc.status == IBV_WC_RETRY_EXC_ERR && !peer.dead) {
+      if (channel.repair_rounds < probe_rounds_max) {
+        ++channel.repair_rounds;
+        channel.needs_repair = true;
+      } else {
+        mark_dead(op->rank);
+      }
+    } else if (!peer.dead) {
+      channel.needs_repair = true;  // flushed behind another failure
+    }
+    release_op(op);
+    return false;
+  }
   const bool not_yet = wc.status == IBV_WC_RETRY_EXC_ERR && channel.recovering &&
                        channel.repair_rounds < repair_rounds_max;
   if ((wc.status == IBV_WC_WR_FLUSH_ERR || not_yet) && !peer.dead) {  // post it again later
@@ -700,6 +720,7 @@ bool ibv_device_t::take_wc(const ibv_wc& wc, net_status_t* status) {
   --channel.outstanding;
   if (wc.status != IBV_WC_SUCCESS) return take_send_error(wc, op, status);
   channel.recovering = false;  // the peer's QP answers again
+  channel.repair_rounds = 0;
   const bool report = !op->silent;
   if (report) {
     *status = net_status_t{};
@@ -726,6 +747,32 @@ void ibv_device_t::check_async_events() {
         if (channel.qp == event.element.qp && !peer.dead) channel.needs_repair = true;
       }
     }
+  }
+}
+
+// A zero-byte RDMA write (it checks no key) to the next peer whose RMA QP is
+// idle: it completes if the peer's QP is there, and times out if the peer
+// is gone (a crashed process's QPs are destroyed with it).
+void ibv_device_t::probe_next_peer() {
+  for (std::size_t tries = 0; tries < peers_.size(); ++tries) {
+    const std::size_t rank = probe_next_rank_;
+    probe_next_rank_ = (probe_next_rank_ + 1) % peers_.size();
+    peer_t& peer = peers_[rank];
+    channel_t& channel = peer.channels[rma_channel];
+    if (static_cast<int>(rank) == rank_ || peer.dead || channel.needs_repair ||
+        channel.outstanding > 0 || !channel.deferred.empty()) {
+      continue;
+    }
+    op_t* op = alloc_op(false);
+    if (op == nullptr) return;
+    op->state = op_state_t::settled;
+    op->opcode = IBV_WR_RDMA_WRITE;
+    op->rank = static_cast<int>(rank);
+    op->silent = true;
+    op->is_probe = true;
+    const int error = post_wr(channel, op);
+    if (error != 0) release_op(op);
+    return;
   }
 }
 
@@ -777,6 +824,11 @@ std::size_t ibv_device_t::poll_comp(net_status_t* statuses, std::size_t statuses
   }
   if (polled == 0 || ++polls_count_ % async_check_period == 0) check_async_events();
   repair_peers();
+  idle_polls_ = count == 0 && polled == 0 ? idle_polls_ + 1 : 0;
+  if (idle_polls_ >= probe_idle_polls) {
+    idle_polls_ = 0;
+    probe_next_peer();
+  }
   return count;
 }
 

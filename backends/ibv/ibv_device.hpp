@@ -19,7 +19,11 @@
 // responder's QP, which the error also moved to ERR, is re-established when
 // its async event arrives. A transport or RNR retry exhausted means the peer
 // is unreachable: its operations fail with peer_crashed naming the rank, and
-// poll_comp reports it once (peer_down).
+// poll_comp reports it once (peer_down). To learn of a dead peer it never
+// sends to, an idle device probes its peers in turn with a zero-byte RDMA
+// write (16 empty polls in a row trigger one probe); a probe that times out
+// 8 times in a row (the QP re-established in between) means the peer is
+// gone (a dead process's QPs are destroyed with it).
 //
 // Thread safety: every method may run concurrently; posts and polls
 //                serialise on one try-lock per device (busy: retry_lock, or
@@ -103,6 +107,7 @@ class ibv_device_t final : public backend::net_device_t {
     bool is_recv = false;
     bool is_notice = false;  // one of the device's own receives on the RMA SRQ
     bool silent = false;                 // an "s" variant: success not reported
+    bool is_probe = false;               // the device's own liveness probe
     bool is_inline = false;
     int rank = -1;
     void* user_context = nullptr;
@@ -170,6 +175,7 @@ class ibv_device_t final : public backend::net_device_t {
   void mark_dead(int rank);
   void check_async_events();
   void repair_peers();
+  void probe_next_peer();
   void post_deferred(channel_t& channel);
   int rank_of_qp_num(std::uint32_t qp_num) const;
   void drain();
@@ -201,6 +207,8 @@ class ibv_device_t final : public backend::net_device_t {
   op_list_t recvs_to_repost_;
   std::size_t dead_to_report_ = 0;  // peers dead and not yet reported
   std::size_t polls_count_ = 0;
+  std::size_t idle_polls_ = 0;     // polls in a row that found nothing
+  std::size_t probe_next_rank_ = 0;
   util::spinlock_t lock_;
 };
 

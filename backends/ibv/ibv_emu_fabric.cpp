@@ -316,7 +316,12 @@ struct emu_fabric_t::impl_t {
   }
 
   // ---- completions ----
-  void push_cqe(emu_cq_t* cq, const ibv_wc& wc, bool send_side, std::uint64_t seq) {
+  // progress: whether the completion counts as progress for the simulator's
+  // deadlock detection (all but a zero-byte write's: it changed nothing, and
+  // a backend that probes its peers with them would otherwise hide a
+  // deadlock).
+  void push_cqe(emu_cq_t* cq, const ibv_wc& wc, bool send_side, std::uint64_t seq,
+                bool progress = true) {
     trace(1, wc.qp_num, (wc.wr_id << 8) ^ wc.status);
     if (wc.status != IBV_WC_SUCCESS) ++stats.error_completions;
     if (cq->overrun) return;  // a broken CQ takes nothing more
@@ -325,7 +330,7 @@ struct emu_fabric_t::impl_t {
       return;
     }
     cq->entries.push_back(cqe_t{wc, send_side, seq});
-    note_progress();
+    if (progress) note_progress();
   }
   void overrun(emu_cq_t* cq) {
     cq->overrun = true;
@@ -624,7 +629,8 @@ void emu_fabric_t::impl_t::finish_head(emu_qp_t* qp, const outcome_t& outcome, e
       wc.opcode = send_wc_opcode(wqe.opcode);
       wc.byte_len = static_cast<std::uint32_t>(wqe.length);
       wc.qp_num = qp->qp_num;
-      push_cqe(qp->scq, wc, true, wqe.seq);
+      const bool changed = wqe.opcode != IBV_WR_RDMA_WRITE || wqe.length > 0;
+      push_cqe(qp->scq, wc, true, wqe.seq, changed);
     }
     schedule_head(qp);
     return;

@@ -63,7 +63,7 @@ class ibv_rank_ctx_t final : public rank_ctx_t {
       {
         std::lock_guard<std::mutex> guard(meeting_.lock);
         if (meeting_.generation != generation) return;
-        if (meeting_.arrived >= env_.ranks_count()) {
+        if (meeting_.arrived >= live_ranks()) {  // the last one (or a rank crashed)
           meeting_.arrived = 0;
           ++meeting_.generation;
           return;
@@ -80,6 +80,9 @@ class ibv_rank_ctx_t final : public rank_ctx_t {
   void run_threads(int threads_count, const std::function<void(int)>& body) override {
     env_.run_threads(threads_count, body);
   }
+  // As a process dies: the rank unwinds, and its devices' QPs are destroyed
+  // (the kernel does that for a dead process), so peers' requests time out.
+  [[noreturn]] void crash() override { env_.crash(); }
   void add_poller(const void* owner, std::function<void()> poll) override {
     std::lock_guard<std::mutex> guard(pollers_lock_);
     pollers_.emplace_back(owner, std::move(poll));
@@ -92,6 +95,11 @@ class ibv_rank_ctx_t final : public rank_ctx_t {
   }
 
  private:
+  int live_ranks() {
+    int live = 0;
+    for (int rank = 0; rank < env_.ranks_count(); ++rank) live += env_.world().is_crashed(rank) ? 0 : 1;
+    return live;
+  }
   void poll_endpoints() {
     std::vector<std::function<void()>> polls;
     {
@@ -137,10 +145,10 @@ backend_case_t ibv_case(const std::string& name, std::uint64_t seed, sim::world_
     if (report.ok) return std::string();
     return report.report + "\n" + fabric.describe();
   };
-  result.can_crash = false;  // the emulated fabric has no crashed HCA yet
+  result.can_crash = mode == sim::world_mode_t::deterministic;
   if (mode == sim::world_mode_t::concurrent) {
     result.skip_reason = [](const std::string& test_name, int) -> std::string {
-      if (test_name != "RmaProtectionFaults") return "";
+      if (test_name != "RmaProtectionFaults") return "";  // DeadPeer: can_crash is false
       return "concurrent mode: the emulated clock runs as fast as the busiest poller, so the "
              "victim's re-establishment of its QP races the requester's transport timeouts "
              "(docs/backends/ibv.md, \"The device\"); deterministic mode runs it";
