@@ -252,6 +252,7 @@ void ibv_device_t::connect_peers() {
   }
   for (std::size_t peer = 0; peer < ranks; ++peer) {
     peers_[peer].remote_lid = addresses[peer].lid;
+    std::memcpy(peers_[peer].remote_gid.raw, addresses[peer].gid, sizeof(addresses[peer].gid));
     for (channel_t& channel : peers_[peer].channels) {
       if (int error = bring_up_to_rtr(peers_[peer], channel)) {
         throw_verbs(verbs_, "modify_qp", error);
@@ -300,6 +301,13 @@ int ibv_device_t::bring_up_to_rtr(const peer_t& peer, channel_t& channel) {
   attr.min_rnr_timer = min_rnr_timer;
   attr.ah_attr.dlid = peer.remote_lid;
   attr.ah_attr.port_num = context_.port_num();
+  if (context_.port_attr().link_layer == IBV_LINK_LAYER_ETHERNET) {
+    // RoCE routes by GID (GID index 0, as queried at open), not by LID.
+    attr.ah_attr.is_global = 1;
+    attr.ah_attr.grh.dgid = peer.remote_gid;
+    attr.ah_attr.grh.sgid_index = 0;
+    attr.ah_attr.grh.hop_limit = 1;
+  }
   if (int error = verbs_.modify_qp(channel.qp, &attr,
                                    IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
                                        IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |

@@ -150,6 +150,7 @@ class ibv_device_t final : public backend::net_device_t {
   struct peer_t {
     channel_t channels[channels_count];
     std::uint16_t remote_lid = 0;
+    ibv_gid remote_gid{};  // addresses the peer on RoCE (Ethernet link layer)
     bool dead = false;  // unreachable: every operation fails
     bool dead_reported = false;
   };
