@@ -45,7 +45,7 @@ constexpr std::size_t repair_rounds_max = 64;
 // probes one peer (round robin) with a zero-byte RDMA write on its RMA QP;
 // a probe that times out probe_rounds_max times in a row (the QP
 // re-established in between) means the peer is gone.
-constexpr std::size_t probe_idle_polls = 16;
+constexpr std::size_t probe_idle_polls = 8;
 constexpr std::size_t probe_rounds_max = 8;
 // Peers per allgather round: two QP numbers each, 64 bytes per rank.
 constexpr std::size_t peers_per_round = ibv_bootstrap_t::allgather_bytes_max / 8;
@@ -761,27 +761,33 @@ void ibv_device_t::check_async_events() {
 // A zero-byte RDMA write (it checks no key) to the next peer whose RMA QP is
 // idle: it completes if the peer's QP is there, and times out if the peer
 // is gone (a crashed process's QPs are destroyed with it).
-void ibv_device_t::probe_next_peer() {
+// False: the probe was refused (no op or a full send queue); try again.
+bool ibv_device_t::probe_next_peer() {
   for (std::size_t tries = 0; tries < peers_.size(); ++tries) {
     const std::size_t rank = probe_next_rank_;
-    probe_next_rank_ = (probe_next_rank_ + 1) % peers_.size();
     peer_t& peer = peers_[rank];
     channel_t& channel = peer.channels[rma_channel];
     if (static_cast<int>(rank) == rank_ || peer.dead || channel.needs_repair ||
         channel.outstanding > 0 || !channel.deferred.empty()) {
+      probe_next_rank_ = (probe_next_rank_ + 1) % peers_.size();
       continue;
     }
     op_t* op = alloc_op(false);
-    if (op == nullptr) return;
+    if (op == nullptr) return false;
     op->state = op_state_t::settled;
     op->opcode = IBV_WR_RDMA_WRITE;
     op->rank = static_cast<int>(rank);
     op->silent = true;
     op->is_probe = true;
     const int error = post_wr(channel, op);
-    if (error != 0) release_op(op);
-    return;
+    if (error != 0) {
+      release_op(op);
+      return false;
+    }
+    probe_next_rank_ = (probe_next_rank_ + 1) % peers_.size();
+    return true;
   }
+  return true;  // nobody to probe now
 }
 
 // Posts what waited for the channel's QP (re-established), as far as the
@@ -833,10 +839,8 @@ std::size_t ibv_device_t::poll_comp(net_status_t* statuses, std::size_t statuses
   if (polled == 0 || ++polls_count_ % async_check_period == 0) check_async_events();
   repair_peers();
   idle_polls_ = count == 0 && polled == 0 ? idle_polls_ + 1 : 0;
-  if (idle_polls_ >= probe_idle_polls) {
-    idle_polls_ = 0;
-    probe_next_peer();
-  }
+  // A probe the send queue refused is tried again at the next idle poll.
+  if (idle_polls_ >= probe_idle_polls && probe_next_peer()) idle_polls_ = 0;
   return count;
 }
 

@@ -21,7 +21,7 @@
 // is unreachable: its operations fail with peer_crashed naming the rank, and
 // poll_comp reports it once (peer_down). To learn of a dead peer it never
 // sends to, an idle device probes its peers in turn with a zero-byte RDMA
-// write (16 empty polls in a row trigger one probe); a probe that times out
+// write (8 empty polls in a row trigger one probe); a probe that times out
 // 8 times in a row (the QP re-established in between) means the peer is
 // gone (a dead process's QPs are destroyed with it).
 //
@@ -176,7 +176,7 @@ class ibv_device_t final : public backend::net_device_t {
   void mark_dead(int rank);
   void check_async_events();
   void repair_peers();
-  void probe_next_peer();
+  bool probe_next_peer();
   void post_deferred(channel_t& channel);
   int rank_of_qp_num(std::uint32_t qp_num) const;
   void drain();

@@ -728,6 +728,10 @@ int emu_fabric_t::impl_t::post_one_send(emu_qp_t* qp, const ibv_send_wr* wr) {
     return EINVAL;
   }
   if (qp->sq.size() >= qp->cap.max_send_wr) return ENOMEM;
+  if (options.send_queue_full_rate > 0 && fault_prng.chance(options.send_queue_full_rate)) {
+    ++stats.send_queue_full_faults;
+    return ENOMEM;
+  }
   if (wqe.is_inline) {
     // Copied now: the caller may reuse its buffer at once. From here the WR
     // refers to its copy only.
@@ -1361,7 +1365,8 @@ std::string emu_fabric_t::describe() const {
       << " rnr_tick_ticks=" << options.rnr_tick_ticks
       << " timeout_tick_ticks=" << options.timeout_tick_ticks
       << " delay_spike_rate=" << options.delay_spike_rate
-      << " reg_mr_failure_rate=" << options.reg_mr_failure_rate;
+      << " reg_mr_failure_rate=" << options.reg_mr_failure_rate
+      << " send_queue_full_rate=" << options.send_queue_full_rate;
   std::lock_guard<std::mutex> guard(impl_->mutex);
   const emu_stats_t& stats = impl_->stats;
   out << "\n  now_ticks=" << impl_->now << " in_flight=" << impl_->in_flight

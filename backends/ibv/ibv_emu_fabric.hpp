@@ -101,10 +101,12 @@ struct emu_options_t {
   std::uint64_t rnr_tick_ticks = 16;
   std::uint64_t timeout_tick_ticks = 64;
   // Faults (seeded; off by default): a WR's delivery is delayed by
-  // delay_spike_ticks more; reg_mr fails with ENOMEM.
+  // delay_spike_ticks more; reg_mr fails with ENOMEM; post_send refuses a
+  // WR with ENOMEM as if the send queue were full.
   double delay_spike_rate = 0.0;
   std::uint64_t delay_spike_ticks = 1000;
   double reg_mr_failure_rate = 0.0;
+  double send_queue_full_rate = 0.0;
 };
 
 // What happened on the wire so far (tests assert on these).
@@ -117,6 +119,7 @@ struct emu_stats_t {
   std::uint64_t cq_overruns = 0;
   std::uint64_t delay_spikes = 0;
   std::uint64_t reg_mr_failures = 0;
+  std::uint64_t send_queue_full_faults = 0;
 };
 
 class emu_fabric_t {

@@ -16,6 +16,7 @@
 
 #include "backends/ibv/ibv_context.hpp"
 #include "backends/ibv/ibv_emu_fabric.hpp"
+#include "sim/sim_faults.hpp"
 #include "sim/sim_harness.hpp"
 #include "sim/sim_seed.hpp"
 #include "tests/backends/conformance/conformance.hpp"
@@ -119,6 +120,7 @@ class ibv_rank_ctx_t final : public rank_ctx_t {
 struct case_faults_t {
   double delay_spike_rate = 0.0;
   double reg_mr_failure_rate = 0.0;
+  double send_queue_full_rate = 0.0;
   backends::ibv::td_strategy_t td_strategy = backends::ibv::td_strategy_t::none;
 };
 
@@ -130,10 +132,17 @@ backend_case_t ibv_case(const std::string& name, std::uint64_t seed, sim::world_
     emu_options_t emu;
     emu.hcas_count = ranks_count;
     emu.seed = seed;
-    emu.delay_spike_rate = faults.delay_spike_rate;
-    emu.reg_mr_failure_rate = faults.reg_mr_failure_rate;
-    emu_fabric_t fabric(emu);
+    // The simulator's fault switches (LCI_SIM_FAULT_<NAME>, applied by
+    // default_run_options) reach the emulated wire too.
     sim::run_options_t options = sim::default_run_options(seed, mode);
+    const sim::fault_options_t& world_faults = options.world.faults;
+    emu.delay_spike_rate =
+        std::max(faults.delay_spike_rate, world_faults.rate(sim::fault_kind_t::delay_spike));
+    emu.reg_mr_failure_rate = std::max(
+        faults.reg_mr_failure_rate, world_faults.rate(sim::fault_kind_t::registration_failure));
+    emu.send_queue_full_rate = std::max(
+        faults.send_queue_full_rate, world_faults.rate(sim::fault_kind_t::send_queue_full));
+    emu_fabric_t fabric(emu);
     meeting_t meeting;
     const sim::run_report_t report =
         sim::run_ranks(ranks_count, options, [&](sim::rank_env_t& env) {
@@ -157,8 +166,9 @@ backend_case_t ibv_case(const std::string& name, std::uint64_t seed, sim::world_
   return result;
 }
 
-// Deterministic seeds; seeds with delay spikes and registrations that fail
-// (retry_nomem, as a NIC out of memory-translation entries); concurrent
+// Deterministic seeds; seeds with delay spikes, registrations that fail
+// (retry_nomem, as a NIC out of memory-translation entries) and send queues
+// found full (retry_nomem); concurrent
 // mode (ranks and their threads are OS threads; run it under
 // --config=tsan); and the thread-domain strategies.
 std::vector<backend_case_t> ibv_cases() {
@@ -169,15 +179,15 @@ std::vector<backend_case_t> ibv_cases() {
   }
   for (std::uint64_t seed : sim::seeds_from_env(101, 2)) {
     cases.push_back(ibv_case("emu_faults_seed" + std::to_string(seed), seed, deterministic,
-                             {0.1, 0.1}));
+                             {0.1, 0.1, 0.1}));
   }
   cases.push_back(ibv_case("emu_concurrent", 7, sim::world_mode_t::concurrent, {}));
   // The thread-domain strategies: QPs on parent domains (one TD per QP, or
   // one per device).
   cases.push_back(ibv_case("emu_per_qp_td", 5, deterministic,
-                           {0.0, 0.0, backends::ibv::td_strategy_t::per_qp}));
+                           {0.0, 0.0, 0.0, backends::ibv::td_strategy_t::per_qp}));
   cases.push_back(ibv_case("emu_all_qp_td", 6, sim::world_mode_t::concurrent,
-                           {0.0, 0.0, backends::ibv::td_strategy_t::all_qp}));
+                           {0.0, 0.0, 0.0, backends::ibv::td_strategy_t::all_qp}));
   return cases;
 }
 

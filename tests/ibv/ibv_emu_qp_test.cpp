@@ -250,6 +250,18 @@ TEST(IbvEmuSendQueue, ChainStopsAtTheFirstRefusedWr) {
   EXPECT_EQ(pair.fabric.in_flight_count(), 2u);
 }
 
+// The send_queue_full fault: a post refused as if the queue were full,
+// changing nothing (the WR is not on the wire).
+TEST(IbvEmuSendQueue, InjectedFullQueueIsEnomem) {
+  emu_options_t options = quiet_options();
+  options.send_queue_full_rate = 1.0;
+  emu_pair_t pair(options);
+  pair.connect();
+  EXPECT_EQ(pair.a.post(IBV_WR_SEND, "x", 1, 0, 1, IBV_SEND_SIGNALED | IBV_SEND_INLINE), ENOMEM);
+  EXPECT_EQ(pair.fabric.in_flight_count(), 0u);
+  EXPECT_EQ(pair.fabric.stats().send_queue_full_faults, 1u);
+}
+
 TEST(IbvEmuSendQueue, TooManySgesIsEinval) {
   pair_options_t options;
   options.sge_max = 1;
