@@ -1,14 +1,17 @@
 // ibv_device_t: one network device of the ibv backend (backends/backend.hpp)
-// over a verbs table (ibv_verbs.hpp): a PD, one CQ, one SRQ and an RC QP to
-// every rank (itself included), connected at creation by exchanging QP
-// numbers, LID and GID through the context's bootstrap (docs/backends/ibv.md,
-// "The device").
+// over a verbs table (ibv_verbs.hpp): a PD, one CQ, two SRQs (the caller's
+// receives; the device's own empty "notice" receives) and two RC QPs to
+// every rank, itself included (a message QP on the caller's SRQ for sends;
+// an RMA QP on the notice SRQ for puts, puts with immediate and gets),
+// connected at creation by exchanging QP numbers, LID and GID through the
+// context's bootstrap (docs/backends/ibv.md, "The device"). QPs sit on the
+// PD or on parent domains, per the context's td_strategy_t.
 //
 // Operations: post_sends/post_puts/post_putImms go inline (they copy the
 // payload; inject_size_max is the QP's granted max_inline_data);
 // post_send/post_put/post_putImm/post_get use the caller's registration (or
 // a registration of their own for an empty net_mr_t, released at
-// completion); receives go to the SRQ. Every WR is signaled, so a send slot
+// completion); receives go to the caller's SRQ. Every WR is signaled, so a send slot
 // is free exactly when its completion is polled; "s" variants are not
 // reported on success.
 //
@@ -37,7 +40,8 @@
 //                its own for a post with an empty net_mr_t.
 // Limits:        net_max_sends operations in flight (and as many per QP),
 //                net_max_recvs receives, and the device's own notice
-//                receives; the CQ holds them all, so it cannot overrun. Beyond them: retry_nomem.
+//                receives; the CQ holds them all, so it cannot overrun.
+//                Beyond them: retry_nomem.
 //
 // Life cycle:    constructed (collective) -> open -> destroyed (drains the
 //                sends). A post after destruction is undefined (the handle
