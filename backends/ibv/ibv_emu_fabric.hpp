@@ -92,7 +92,7 @@ struct emu_options_t {
   int max_srq = 8;
   int max_srq_wr = 256;
   int max_srq_sge = 4;
-  int max_mr = 64;
+  int max_mr = 4096;
   int max_pd = 16;
   std::uint32_t max_inline_data = 64;
   std::uint32_t max_msg_sz = 1u << 30;
