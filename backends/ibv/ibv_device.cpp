@@ -25,7 +25,9 @@ constexpr std::size_t recvs_default = 64;
 constexpr std::size_t notices_default = 64;
 constexpr std::uint32_t inline_default = 64;
 constexpr int poll_batch_max = 16;
-// Async events are read when the CQ is empty and every this many polls.
+// Async events are read at the first of every async_idle_period polls in a
+// row that find nothing, and every async_check_period polls.
+constexpr std::size_t async_idle_period = 4;
 constexpr std::size_t async_check_period = 256;
 // The destructor polls at most this many times for its sends to complete.
 constexpr std::size_t drain_turns_max = 50'000'000;
@@ -92,6 +94,12 @@ void ibv_device_t::op_list_t::push(op_t* op) {
     tail->next = op;
   }
   tail = op;
+}
+
+void ibv_device_t::op_list_t::push_front(op_t* op) {
+  op->next = head;
+  head = op;
+  if (tail == nullptr) tail = op;
 }
 
 ibv_device_t::op_t* ibv_device_t::op_list_t::pop() {
@@ -796,6 +804,10 @@ void ibv_device_t::post_deferred(channel_t& channel) {
   while (!channel.deferred.empty() && channel.outstanding < sends_max_) {
     op_t* op = channel.deferred.pop();
     const int error = post_wr(channel, op);
+    if (error == ENOMEM) {  // the send queue is full after all: at the next poll
+      channel.deferred.push_front(op);
+      return;
+    }
     if (error != 0) throw_verbs(verbs_, "post_send (after re-establishing)", error);
   }
 }
@@ -805,12 +817,14 @@ void ibv_device_t::post_deferred(channel_t& channel) {
 void ibv_device_t::repair_peers() {
   for (peer_t& peer : peers_) {
     for (channel_t& channel : peer.channels) {
-      if (!channel.needs_repair || peer.dead || channel.outstanding > 0) continue;
-      if (int error = bring_up(peer, channel)) {
-        throw_verbs(verbs_, "modify_qp (re-establishing)", error);
+      if (peer.dead) continue;
+      if (channel.needs_repair && channel.outstanding == 0) {
+        if (int error = bring_up(peer, channel)) {
+          throw_verbs(verbs_, "modify_qp (re-establishing)", error);
+        }
+        channel.needs_repair = false;
       }
-      channel.needs_repair = false;
-      post_deferred(channel);
+      if (!channel.needs_repair) post_deferred(channel);
     }
   }
   for (std::size_t i = 0; i < ops_.size() && !recvs_to_repost_.empty(); ++i) {
@@ -836,9 +850,12 @@ std::size_t ibv_device_t::poll_comp(net_status_t* statuses, std::size_t statuses
       if (take_wc(wcs[i], &statuses[count])) ++count;
     }
   }
-  if (polled == 0 || ++polls_count_ % async_check_period == 0) check_async_events();
-  repair_peers();
   idle_polls_ = count == 0 && polled == 0 ? idle_polls_ + 1 : 0;
+  // Reading async events is a system call with libibverbs: not on every poll.
+  if (idle_polls_ % async_idle_period == 1 || ++polls_count_ % async_check_period == 0) {
+    check_async_events();
+  }
+  repair_peers();
   // A probe the send queue refused is tried again at the next idle poll.
   if (idle_polls_ >= probe_idle_polls && probe_next_peer()) idle_polls_ = 0;
   return count;

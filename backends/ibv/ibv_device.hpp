@@ -128,6 +128,7 @@ class ibv_device_t final : public backend::net_device_t {
     op_t* head = nullptr;
     op_t* tail = nullptr;
     void push(op_t* op);
+    void push_front(op_t* op);
     op_t* pop();
     bool empty() const { return head == nullptr; }
   };
