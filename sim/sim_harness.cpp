@@ -70,7 +70,13 @@ struct harness_state_t {
     published.resize(static_cast<std::size_t>(ranks_count));
     for (int r = 0; r < ranks_count; ++r) {
       contexts.push_back(std::make_unique<sim_context_t>(world, r));
-      hosts.push_back(std::make_unique<rank_host_t>(*contexts.back(), rank_env_t(this, r)));
+      backend::net_context_t* runtime_context = contexts.back().get();
+      if (options.make_runtime_context) {
+        runtime_contexts.push_back(options.make_runtime_context(rank_env_t(this, r)));
+        LCI_ASSERT(runtime_contexts.back() != nullptr, "make_runtime_context returned null");
+        runtime_context = runtime_contexts.back().get();
+      }
+      hosts.push_back(std::make_unique<rank_host_t>(*runtime_context, rank_env_t(this, r)));
     }
   }
 
@@ -120,6 +126,8 @@ struct harness_state_t {
   const run_options_t options;
   world_t world;
   std::vector<std::unique_ptr<sim_context_t>> contexts;
+  // make_runtime_context's, if set (destroyed after the hosts below).
+  std::vector<std::unique_ptr<backend::net_context_t>> runtime_contexts;
   std::vector<std::unique_ptr<rank_host_t>> hosts;  // LCI runtimes of rank r live on hosts[r]
   std::string world_snapshot;  // the world when the run stopped (failure_lock in concurrent mode)
 

@@ -58,6 +58,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -99,6 +100,8 @@ inline scheduler_options_t harness_scheduler_options() {
   return options;
 }
 
+class rank_env_t;
+
 struct run_options_t {
   world_options_t world;  // world.seed is the run's seed; ranks_count is set by run_ranks
   world_mode_t mode = world_mode_t::deterministic;
@@ -108,6 +111,12 @@ struct run_options_t {
   // At most watchdog_quiet_ms_max.
   std::uint64_t watchdog_quiet_ms = watchdog_quiet_ms_default;
   bool log = true;  // print the world's parameters first and failures to stderr
+  // The network the LCI runtimes of a rank use (rank_host_t::net_context()):
+  // unset, the rank's simulated context; set, what this returns for the
+  // rank (e.g. another backend over an emulated device), called once per
+  // rank before the run starts, on run_ranks' thread. The context lives
+  // until the run's hosts are gone. rank_env_t::context() stays simulated.
+  std::function<std::unique_ptr<backend::net_context_t>(rank_env_t env)> make_runtime_context;
   std::string name = "run_ranks body";  // process mode: names the run in a failure line
 };
 

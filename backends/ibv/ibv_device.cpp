@@ -1,0 +1,895 @@
+#include "backends/ibv/ibv_device.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+
+#include "lci/util/assert.hpp"
+
+namespace lci::backends::ibv {
+
+using backend::net_fault_t;
+using backend::net_imm_data_t;
+using backend::net_mr_t;
+using backend::net_opcode_t;
+using backend::net_rmr_t;
+using backend::net_status_t;
+
+namespace {
+
+constexpr std::size_t sends_default = 64;
+constexpr std::size_t recvs_default = 64;
+constexpr std::size_t notices_default = 64;
+constexpr std::uint32_t inline_default = 64;
+constexpr int poll_batch_max = 16;
+// Async events are read at the first of every async_idle_period polls in a
+// row that find nothing, and every async_check_period polls.
+constexpr std::size_t async_idle_period = 4;
+constexpr std::size_t async_check_period = 256;
+// The destructor polls at most this many times for its sends to complete.
+constexpr std::size_t drain_turns_max = 50'000'000;
+constexpr int access_all =
+    IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
+// QP timers: RNR NAKs retried forever (7), 12: 0.64 ms between them on
+// hardware; transport timeout 14 (67 ms) with 7 retries.
+constexpr std::uint8_t rnr_retry_forever = 7;
+constexpr std::uint8_t min_rnr_timer = 12;
+constexpr std::uint8_t transport_timeout = 14;
+constexpr std::uint8_t transport_retry_cnt = 7;
+// After a remote access error, how many times a QP is re-established while
+// the peer's QP (in ERR until the peer polls) times the requests out, before
+// the peer counts as unreachable.
+constexpr std::size_t repair_rounds_max = 64;
+// Liveness: after this many polls in a row that found nothing, the device
+// probes one peer (round robin) with a zero-byte RDMA write on its RMA QP;
+// a probe that times out probe_rounds_max times in a row (the QP
+// re-established in between) means the peer is gone.
+constexpr std::size_t probe_idle_polls = 8;
+constexpr std::size_t probe_rounds_max = 8;
+// Peers per allgather round: two QP numbers each, 64 bytes per rank.
+constexpr std::size_t peers_per_round = ibv_bootstrap_t::allgather_bytes_max / 8;
+
+[[noreturn]] void throw_verbs(const verbs_t& verbs, const char* what, int error) {
+  throw std::runtime_error(std::string("ibv backend (") + verbs.get_name() + "): " + what +
+                           " failed: " + (error != 0 ? std::strerror(error) : "unknown error"));
+}
+
+struct address_t {  // round 0 of the exchange
+  std::uint16_t lid;
+  std::uint8_t gid[16];
+};
+
+net_opcode_t local_opcode(ibv_wr_opcode opcode) {
+  switch (opcode) {
+    case IBV_WR_SEND:
+    case IBV_WR_SEND_WITH_IMM: return net_opcode_t::send;
+    case IBV_WR_RDMA_READ: return net_opcode_t::read;
+    default: return net_opcode_t::write;
+  }
+}
+
+}  // namespace
+
+struct ibv_device_t::post_args_t {
+  ibv_wr_opcode opcode;
+  int rank;
+  const void* buffer;
+  std::size_t size;
+  net_mr_t mr;
+  std::uint64_t offset;
+  net_rmr_t rmr;
+  net_imm_data_t imm_data;
+  bool silent;
+  void* user_context;
+};
+
+void ibv_device_t::op_list_t::push(op_t* op) {
+  op->next = nullptr;
+  if (tail == nullptr) {
+    head = op;
+  } else {
+    tail->next = op;
+  }
+  tail = op;
+}
+
+void ibv_device_t::op_list_t::push_front(op_t* op) {
+  op->next = head;
+  head = op;
+  if (tail == nullptr) tail = op;
+}
+
+ibv_device_t::op_t* ibv_device_t::op_list_t::pop() {
+  op_t* op = head;
+  if (op == nullptr) return nullptr;
+  head = op->next;
+  if (head == nullptr) tail = nullptr;
+  op->next = nullptr;
+  return op;
+}
+
+// ---- construction ----
+
+ibv_device_t::ibv_device_t(ibv_context_t& context, const backend::net_device_attr_t& requested)
+    : context_(context),
+      verbs_(context.verbs()),
+      rank_(context.rank_me()),
+      ranks_count_(context.rank_n()),
+      peers_(static_cast<std::size_t>(context.rank_n())) {
+  const ibv_device_attr& device = context.device_attr();
+  sends_max_ = requested.net_max_sends != 0 ? requested.net_max_sends : sends_default;
+  sends_max_ = std::min<std::size_t>(sends_max_, static_cast<std::size_t>(device.max_qp_wr));
+  recvs_max_ = requested.net_max_recvs != 0 ? requested.net_max_recvs : recvs_default;
+  recvs_max_ = std::min<std::size_t>(recvs_max_, static_cast<std::size_t>(device.max_srq_wr));
+  notices_max_ = std::min<std::size_t>(notices_default, static_cast<std::size_t>(device.max_srq_wr));
+  inline_max_ = requested.inject_size_max != 0
+                    ? static_cast<std::uint32_t>(requested.inject_size_max)
+                    : inline_default;
+  create_queues();
+  connect_peers();
+  attr_.max_msg_size = context.port_attr().max_msg_sz;
+  attr_.inject_size_max = inline_max_;
+  attr_.supports_put_imm = true;
+  attr_.requires_local_mr = true;
+  attr_.net_max_sends = sends_max_;
+  attr_.net_max_recvs = recvs_max_;
+  attr_.net_max_cqes = sends_max_ + recvs_max_;
+  attr_.registrations_max = static_cast<std::size_t>(device.max_mr);
+  attr_.supports_multi_recv = false;
+  attr_.multi_recv_min_free = 0;
+  ops_.resize(sends_max_ + recvs_max_ + notices_max_);
+  inline_arena_.resize(sends_max_ * inline_max_);
+  for (std::size_t i = sends_max_ + recvs_max_; i-- > 0;) {
+    op_t& op = ops_[i];
+    op.is_recv = i >= sends_max_;
+    op_t*& list = op.is_recv ? free_recvs_ : free_sends_;
+    op.next = list;
+    list = &op;
+  }
+  for (std::size_t i = sends_max_ + recvs_max_; i < ops_.size(); ++i) {
+    op_t& op = ops_[i];
+    op.is_recv = true;
+    op.is_notice = true;
+    op.state = op_state_t::settled;
+    if (post_recv_op(&op).is_retry()) throw_verbs(verbs_, "post_srq_recv (notices)", ENOMEM);
+  }
+}
+
+void ibv_device_t::create_queues() {
+  pd_ = verbs_.alloc_pd(context_.context());
+  if (pd_ == nullptr) throw_verbs(verbs_, "alloc_pd", errno);
+  // Every op produces at most one completion: the CQ cannot overrun.
+  cq_ = verbs_.create_cq(context_.context(),
+                         static_cast<int>(sends_max_ + recvs_max_ + notices_max_));
+  if (cq_ == nullptr) throw_verbs(verbs_, "create_cq", errno);
+  ibv_srq_init_attr srq_init{};
+  srq_init.attr.max_wr = static_cast<std::uint32_t>(recvs_max_);
+  srq_init.attr.max_sge = 1;
+  srq_ = verbs_.create_srq(pd_, &srq_init);
+  if (srq_ == nullptr) throw_verbs(verbs_, "create_srq", errno);
+  srq_init.attr.max_wr = static_cast<std::uint32_t>(notices_max_);
+  notice_srq_ = verbs_.create_srq(pd_, &srq_init);
+  if (notice_srq_ == nullptr) throw_verbs(verbs_, "create_srq (notices)", errno);
+  for (peer_t& peer : peers_) {
+    for (std::size_t c = 0; c < channels_count; ++c) {
+      channel_t& channel = peer.channels[c];
+      ibv_pd* domain = qp_domain();
+      for (;;) {  // the largest inline size the device grants, from the requested one down
+      ibv_qp_init_attr init{};
+      init.send_cq = cq_;
+      init.recv_cq = cq_;
+      init.srq = c == message_channel ? srq_ : notice_srq_;
+      init.qp_type = IBV_QPT_RC;
+      init.cap.max_send_wr = static_cast<std::uint32_t>(sends_max_);
+      init.cap.max_send_sge = 1;
+      init.cap.max_inline_data = inline_max_;
+      channel.qp = verbs_.create_qp(domain, &init);
+      if (channel.qp != nullptr) {
+        inline_max_ = std::min(inline_max_, init.cap.max_inline_data);
+        break;
+      }
+      if (errno != EINVAL || inline_max_ == 0) throw_verbs(verbs_, "create_qp", errno);
+      inline_max_ /= 2;
+      }
+    }
+  }
+}
+
+// The PD the next QP is created on: the PD itself, or a parent domain
+// binding it to a thread domain (td_strategy_t): a new one per QP, or the
+// device's one. A provider without thread domains gets the PD.
+ibv_pd* ibv_device_t::qp_domain() {
+  const td_strategy_t strategy = context_.td_strategy();
+  if (strategy == td_strategy_t::none) return pd_;
+  if (strategy == td_strategy_t::all_qp && !parent_domains_.empty()) return parent_domains_[0];
+  if (tds_unsupported_) return pd_;
+  ibv_td_init_attr td_init{};
+  ibv_td* td = verbs_.alloc_td(context_.context(), &td_init);
+  if (td == nullptr) {
+    tds_unsupported_ = errno == EOPNOTSUPP || errno == ENOSYS;
+    if (tds_unsupported_) return pd_;
+    throw_verbs(verbs_, "alloc_td", errno);
+  }
+  ibv_parent_domain_init_attr parent_init{};
+  parent_init.pd = pd_;
+  parent_init.td = td;
+  ibv_pd* parent = verbs_.alloc_parent_domain(context_.context(), &parent_init);
+  if (parent == nullptr) {
+    const int error = errno;
+    (void)verbs_.dealloc_td(td);
+    tds_unsupported_ = error == EOPNOTSUPP || error == ENOSYS;
+    if (tds_unsupported_) return pd_;
+    throw_verbs(verbs_, "alloc_parent_domain", error);
+  }
+  tds_.push_back(td);
+  parent_domains_.push_back(parent);
+  return parent;
+}
+
+// Round 0: every rank's LID and GID; then rounds of QP numbers: rank r's
+// row holds the numbers of its two QPs to each of ranks [k * 8, k * 8 + 8).
+void ibv_device_t::connect_peers() {
+  const auto ranks = static_cast<std::size_t>(ranks_count_);
+  const auto me = static_cast<std::size_t>(rank_);
+  address_t mine{};
+  mine.lid = context_.port_attr().lid;
+  std::memcpy(mine.gid, context_.gid().raw, sizeof(mine.gid));
+  std::vector<address_t> addresses(ranks);
+  context_.bootstrap().allgather(&mine, sizeof(mine), addresses.data());
+  constexpr std::size_t row_size = peers_per_round * channels_count;
+  for (std::size_t first = 0; first < ranks; first += peers_per_round) {
+    std::uint32_t row[row_size] = {};
+    const std::size_t count = std::min(peers_per_round, ranks - first);
+    for (std::size_t i = 0; i < count; ++i) {
+      for (std::size_t c = 0; c < channels_count; ++c) {
+        row[i * channels_count + c] = peers_[first + i].channels[c].qp->qp_num;
+      }
+    }
+    std::vector<std::uint32_t> rows(ranks * row_size);
+    context_.bootstrap().allgather(row, sizeof(row), rows.data());
+    if (me < first || me >= first + count) continue;  // this rank's column is in another round
+    for (std::size_t peer = 0; peer < ranks; ++peer) {
+      for (std::size_t c = 0; c < channels_count; ++c) {
+        peers_[peer].channels[c].remote_qp_num =
+            rows[peer * row_size + (me - first) * channels_count + c];
+      }
+    }
+  }
+  for (std::size_t peer = 0; peer < ranks; ++peer) {
+    peers_[peer].remote_lid = addresses[peer].lid;
+    std::memcpy(peers_[peer].remote_gid.raw, addresses[peer].gid, sizeof(addresses[peer].gid));
+    for (channel_t& channel : peers_[peer].channels) {
+      if (int error = bring_up_to_rtr(peers_[peer], channel)) {
+        throw_verbs(verbs_, "modify_qp", error);
+      }
+      qp_nums_.emplace_back(channel.qp->qp_num, static_cast<int>(peer));
+    }
+  }
+  std::sort(qp_nums_.begin(), qp_nums_.end());
+  // No rank sends before every rank's QPs can receive (RTR): a request to
+  // a QP still in RESET or INIT is lost, and the sender's retries would
+  // count down against however long the peer takes to get there.
+  char ready = 1;
+  std::vector<char> all_ready(ranks);
+  context_.bootstrap().allgather(&ready, sizeof(ready), all_ready.data());
+  for (peer_t& peer : peers_) {
+    for (channel_t& channel : peer.channels) {
+      if (int error = rtr_to_rts(channel)) throw_verbs(verbs_, "modify_qp", error);
+    }
+  }
+}
+
+// RESET -> INIT -> RTR -> RTS, to the peer's QP.
+int ibv_device_t::bring_up(const peer_t& peer, channel_t& channel) {
+  if (int error = bring_up_to_rtr(peer, channel)) return error;
+  return rtr_to_rts(channel);
+}
+
+// RESET -> INIT -> RTR: the QP can receive from the peer's.
+int ibv_device_t::bring_up_to_rtr(const peer_t& peer, channel_t& channel) {
+  ibv_qp_attr attr{};
+  attr.qp_state = IBV_QPS_RESET;
+  if (int error = verbs_.modify_qp(channel.qp, &attr, IBV_QP_STATE)) return error;
+  attr = ibv_qp_attr{};
+  attr.qp_state = IBV_QPS_INIT;
+  attr.port_num = context_.port_num();
+  attr.qp_access_flags = access_all;
+  if (int error = verbs_.modify_qp(
+          channel.qp, &attr, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS)) {
+    return error;
+  }
+  attr = ibv_qp_attr{};
+  attr.qp_state = IBV_QPS_RTR;
+  attr.path_mtu = context_.port_attr().active_mtu;
+  attr.dest_qp_num = channel.remote_qp_num;
+  attr.max_dest_rd_atomic = 1;
+  attr.min_rnr_timer = min_rnr_timer;
+  attr.ah_attr.dlid = peer.remote_lid;
+  attr.ah_attr.port_num = context_.port_num();
+  if (context_.port_attr().link_layer == IBV_LINK_LAYER_ETHERNET) {
+    // RoCE routes by GID (GID index 0, as queried at open), not by LID.
+    attr.ah_attr.is_global = 1;
+    attr.ah_attr.grh.dgid = peer.remote_gid;
+    attr.ah_attr.grh.sgid_index = 0;
+    attr.ah_attr.grh.hop_limit = 1;
+  }
+  if (int error = verbs_.modify_qp(channel.qp, &attr,
+                                   IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+                                       IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
+                                       IBV_QP_MIN_RNR_TIMER)) {
+    return error;
+  }
+  return 0;
+}
+
+// RTR -> RTS: the QP can send.
+int ibv_device_t::rtr_to_rts(channel_t& channel) {
+  ibv_qp_attr attr{};
+  attr.qp_state = IBV_QPS_RTS;
+  attr.timeout = transport_timeout;
+  attr.retry_cnt = transport_retry_cnt;
+  attr.rnr_retry = rnr_retry_forever;
+  attr.max_rd_atomic = 1;
+  return verbs_.modify_qp(channel.qp, &attr,
+                          IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+                              IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC);
+}
+
+// ---- destruction ----
+
+void ibv_device_t::drain() {
+  net_status_t statuses[poll_batch_max];
+  for (std::size_t turn = 0;; ++turn) {
+    bool busy = false;
+    for (const peer_t& peer : peers_) {
+      for (const channel_t& channel : peer.channels) {
+        busy = busy || channel.outstanding > 0 || !channel.deferred.empty();
+      }
+    }
+    if (!busy) return;
+    LCI_ASSERT(turn < drain_turns_max, "an ibv device's sends never completed at destruction");
+    (void)poll_comp(statuses, poll_batch_max);  // completions nobody waits for any more
+    try {
+      context_.bootstrap().wait("ibv device drains its sends");
+    } catch (...) {
+      return;  // the run is being stopped (a harness's wait throws): nothing more to deliver
+    }
+  }
+}
+
+ibv_device_t::~ibv_device_t() {
+  drain();
+  for (peer_t& peer : peers_) {
+    for (channel_t& channel : peer.channels) {
+      const int error = verbs_.destroy_qp(channel.qp);
+      LCI_ASSERT(error == 0, "destroy_qp failed");
+    }
+  }
+  for (op_t& op : ops_) {
+    if (op.own_mr != nullptr) (void)verbs_.dereg_mr(op.own_mr);
+  }
+  for (ibv_pd* parent : parent_domains_) {
+    const int error = verbs_.dealloc_pd(parent);
+    LCI_ASSERT(error == 0, "dealloc_pd of a parent domain failed");
+  }
+  for (ibv_td* td : tds_) {
+    const int error = verbs_.dealloc_td(td);
+    LCI_ASSERT(error == 0, "dealloc_td failed");
+  }
+  const int srq_error = verbs_.destroy_srq(srq_);
+  LCI_ASSERT(srq_error == 0, "destroy_srq failed");
+  const int notice_srq_error = verbs_.destroy_srq(notice_srq_);
+  LCI_ASSERT(notice_srq_error == 0, "destroy_srq (notices) failed");
+  const int cq_error = verbs_.destroy_cq(cq_);
+  LCI_ASSERT(cq_error == 0, "destroy_cq failed");
+  const int pd_error = verbs_.dealloc_pd(pd_);
+  LCI_ASSERT(pd_error == 0, "dealloc_pd failed: a registration outlives its device");
+}
+
+// ---- ops ----
+
+ibv_device_t::op_t* ibv_device_t::alloc_op(bool is_recv) {
+  op_t*& list = is_recv ? free_recvs_ : free_sends_;
+  op_t* op = list;
+  if (op == nullptr) return nullptr;
+  list = op->next;
+  LCI_ASSERT(op->state == op_state_t::free, "a free-list op is not free");
+  const bool recv = op->is_recv;
+  *op = op_t{};
+  op->is_recv = recv;
+  return op;
+}
+
+void ibv_device_t::release_op(op_t* op) {
+  LCI_ASSERT(op->state != op_state_t::free, "an op released twice");
+  if (op->own_mr != nullptr) {
+    const int error = verbs_.dereg_mr(op->own_mr);
+    LCI_ASSERT(error == 0, "dereg_mr of an op's own registration failed");
+    op->own_mr = nullptr;
+  }
+  op->state = op_state_t::free;
+  op_t*& list = op->is_recv ? free_recvs_ : free_sends_;
+  op->next = list;
+  list = op;
+}
+
+error_t ibv_device_t::fill_op(op_t* op, const post_args_t& args) {
+  op->opcode = args.opcode;
+  op->silent = args.silent;
+  op->rank = args.rank;
+  op->user_context = args.user_context;
+  op->buffer = const_cast<void*>(args.buffer);
+  op->length = args.size;
+  op->imm_data = args.imm_data;
+  op->remote_address = args.rmr.base + args.offset;
+  op->rkey = static_cast<std::uint32_t>(args.rmr.rkey);
+  op->is_inline = args.opcode != IBV_WR_RDMA_READ && args.size <= inline_max_ &&
+                  (args.silent || args.mr.is_empty());
+  if (op->is_inline) {  // kept in the device: it may be posted again after a repair
+    const auto index = static_cast<std::size_t>(op - ops_.data());
+    unsigned char* slot = inline_arena_.data() + index * inline_max_;
+    if (args.size > 0) std::memcpy(slot, args.buffer, args.size);
+    op->buffer = slot;
+    return errorcode_t::done;
+  }
+  if (!args.mr.is_empty()) {
+    op->lkey = static_cast<ibv_mr*>(args.mr.opaque)->lkey;
+    return errorcode_t::done;
+  }
+  if (args.size == 0) return errorcode_t::done;
+  op->own_mr = verbs_.reg_mr(pd_, op->buffer, args.size, IBV_ACCESS_LOCAL_WRITE);
+  if (op->own_mr == nullptr) return errorcode_t::retry_nomem;
+  op->lkey = op->own_mr->lkey;
+  return errorcode_t::done;
+}
+
+ibv_device_t::channel_t& ibv_device_t::channel_of(const op_t* op) {
+  peer_t& peer = peers_[static_cast<std::size_t>(op->rank)];
+  const bool is_send = op->opcode == IBV_WR_SEND || op->opcode == IBV_WR_SEND_WITH_IMM;
+  return peer.channels[is_send ? message_channel : rma_channel];
+}
+
+int ibv_device_t::post_wr(channel_t& channel, op_t* op) {
+  ibv_sge sge{reinterpret_cast<std::uint64_t>(op->buffer), static_cast<std::uint32_t>(op->length),
+              op->lkey};
+  ibv_send_wr wr{};
+  wr.wr_id = static_cast<std::uint64_t>(op - ops_.data());
+  wr.sg_list = &sge;
+  wr.num_sge = op->length > 0 ? 1 : 0;
+  wr.opcode = op->opcode;
+  wr.send_flags = IBV_SEND_SIGNALED;
+  if (op->is_inline) wr.send_flags |= IBV_SEND_INLINE;
+  wr.imm_data = op->imm_data;
+  wr.wr.rdma.remote_addr = op->remote_address;
+  wr.wr.rdma.rkey = op->rkey;
+  ibv_send_wr* bad = nullptr;
+  const int error = verbs_.post_send(channel.qp, &wr, &bad);
+  if (error == 0) {
+    op->state = op_state_t::posted;
+    ++channel.outstanding;
+  }
+  return error;
+}
+
+error_t ibv_device_t::post_op(const char* what, const post_args_t& args) {
+  const std::size_t size_max = args.silent ? inline_max_ : attr_.max_msg_size;
+  backend::check_post_target(what, args.rank, ranks_count_, args.buffer, args.size, size_max);
+  std::unique_lock<util::spinlock_t> guard(lock_, std::try_to_lock);
+  if (!guard.owns_lock()) return errorcode_t::retry_lock;
+  op_t* op = alloc_op(false);
+  if (op == nullptr) return errorcode_t::retry_nomem;
+  op->state = op_state_t::settled;  // owned by this call until posted
+  op->opcode = args.opcode;
+  op->rank = args.rank;
+  peer_t& peer = peers_[static_cast<std::size_t>(args.rank)];
+  channel_t& channel = channel_of(op);
+  if (channel.outstanding >= sends_max_) {
+    release_op(op);
+    return errorcode_t::retry_nomem;
+  }
+  const error_t filled = fill_op(op, args);
+  if (filled.is_retry()) {
+    release_op(op);
+    return filled;
+  }
+  const error_t accepted = args.silent ? errorcode_t::done : errorcode_t::posted;
+  if (peer.dead) {  // fails as every operation to that rank does
+    op->fault = net_fault_t::peer_crashed;
+    settled_.push(op);
+    return accepted;
+  }
+  if (channel.needs_repair) {  // posted once the QP is back
+    op->state = op_state_t::deferred;
+    channel.deferred.push(op);
+    return accepted;
+  }
+  const int error = post_wr(channel, op);
+  if (error == ENOMEM) {
+    release_op(op);
+    return errorcode_t::retry_nomem;
+  }
+  if (error != 0) throw_verbs(verbs_, what, error);
+  return accepted;
+}
+
+// ---- posts ----
+
+error_t ibv_device_t::post_recv_op(op_t* op) {
+  ibv_sge sge{reinterpret_cast<std::uint64_t>(op->buffer), static_cast<std::uint32_t>(op->length),
+              op->lkey};
+  ibv_recv_wr wr{};
+  wr.wr_id = static_cast<std::uint64_t>(op - ops_.data());
+  wr.sg_list = &sge;
+  wr.num_sge = op->length > 0 ? 1 : 0;
+  ibv_recv_wr* bad = nullptr;
+  const int error = verbs_.post_srq_recv(op->is_notice ? notice_srq_ : srq_, &wr, &bad);
+  if (error == ENOMEM) return errorcode_t::retry_nomem;
+  if (error != 0) throw_verbs(verbs_, "post_srq_recv", error);
+  op->state = op_state_t::posted;
+  return errorcode_t::done;
+}
+
+error_t ibv_device_t::post_recv(void* buffer, std::size_t size, net_mr_t mr, void* user_context) {
+  if (buffer == nullptr && size > 0) throw std::invalid_argument("post_recv: buffer is null");
+  std::unique_lock<util::spinlock_t> guard(lock_, std::try_to_lock);
+  if (!guard.owns_lock()) return errorcode_t::retry_lock;
+  op_t* op = alloc_op(true);
+  if (op == nullptr) return errorcode_t::retry_nomem;
+  op->state = op_state_t::settled;
+  op->buffer = buffer;
+  op->length = size;
+  op->user_context = user_context;
+  if (!mr.is_empty()) {
+    op->lkey = static_cast<ibv_mr*>(mr.opaque)->lkey;
+  } else if (size > 0) {
+    op->own_mr = verbs_.reg_mr(pd_, buffer, size, IBV_ACCESS_LOCAL_WRITE);
+    if (op->own_mr == nullptr) {
+      release_op(op);
+      return errorcode_t::retry_nomem;
+    }
+    op->lkey = op->own_mr->lkey;
+  }
+  const error_t error = post_recv_op(op);
+  if (error.is_retry()) release_op(op);
+  return error;
+}
+
+error_t ibv_device_t::post_recv_multi(void*, std::size_t, void*) {
+  throw std::logic_error("post_recv_multi: the ibv backend offers no multi-receive buffers");
+}
+
+error_t ibv_device_t::post_sends(int rank, const void* buffer, std::size_t size,
+                                 net_imm_data_t imm_data) {
+  return post_op("post_sends", {IBV_WR_SEND_WITH_IMM, rank, buffer, size, net_mr_t{}, 0,
+                                net_rmr_t{}, imm_data, true, nullptr});
+}
+
+error_t ibv_device_t::post_send(int rank, const void* buffer, std::size_t size, net_mr_t mr,
+                                net_imm_data_t imm_data, void* user_context) {
+  return post_op("post_send", {IBV_WR_SEND_WITH_IMM, rank, buffer, size, mr, 0, net_rmr_t{},
+                               imm_data, false, user_context});
+}
+
+error_t ibv_device_t::post_puts(int rank, const void* buffer, std::size_t size,
+                                std::uint64_t offset, net_rmr_t rmr) {
+  return post_op("post_puts", {IBV_WR_RDMA_WRITE, rank, buffer, size, net_mr_t{}, offset, rmr, 0,
+                               true, nullptr});
+}
+
+error_t ibv_device_t::post_put(int rank, const void* buffer, std::size_t size, net_mr_t mr,
+                               std::uint64_t offset, net_rmr_t rmr, void* user_context) {
+  return post_op("post_put", {IBV_WR_RDMA_WRITE, rank, buffer, size, mr, offset, rmr, 0, false,
+                              user_context});
+}
+
+error_t ibv_device_t::post_putImms(int rank, const void* buffer, std::size_t size,
+                                   std::uint64_t offset, net_rmr_t rmr, net_imm_data_t imm_data) {
+  return post_op("post_putImms", {IBV_WR_RDMA_WRITE_WITH_IMM, rank, buffer, size, net_mr_t{},
+                                  offset, rmr, imm_data, true, nullptr});
+}
+
+error_t ibv_device_t::post_putImm(int rank, const void* buffer, std::size_t size, net_mr_t mr,
+                                  std::uint64_t offset, net_rmr_t rmr, net_imm_data_t imm_data,
+                                  void* user_context) {
+  return post_op("post_putImm", {IBV_WR_RDMA_WRITE_WITH_IMM, rank, buffer, size, mr, offset, rmr,
+                                 imm_data, false, user_context});
+}
+
+error_t ibv_device_t::post_get(int rank, void* buffer, std::size_t size, net_mr_t mr,
+                               std::uint64_t offset, net_rmr_t rmr, void* user_context) {
+  return post_op("post_get", {IBV_WR_RDMA_READ, rank, buffer, size, mr, offset, rmr, 0, false,
+                              user_context});
+}
+
+// ---- completions ----
+
+int ibv_device_t::rank_of_qp_num(std::uint32_t qp_num) const {
+  const auto it = std::lower_bound(qp_nums_.begin(), qp_nums_.end(),
+                                   std::pair<std::uint32_t, int>{qp_num, -1});
+  LCI_ASSERT(it != qp_nums_.end() && it->first == qp_num, "a completion of a foreign QP");
+  return it->second;
+}
+
+std::size_t ibv_device_t::drain_settled(net_status_t* statuses, std::size_t statuses_max) {
+  std::size_t count = 0;
+  while (count < statuses_max && dead_to_report_ > 0) {
+    for (std::size_t rank = 0; rank < peers_.size(); ++rank) {
+      peer_t& peer = peers_[rank];
+      if (!peer.dead || peer.dead_reported) continue;
+      peer.dead_reported = true;
+      --dead_to_report_;
+      statuses[count++] = backend::peer_down_status(static_cast<int>(rank));
+      break;
+    }
+  }
+  while (count < statuses_max && !settled_.empty()) {
+    op_t* op = settled_.pop();
+    net_status_t& status = statuses[count++];
+    status = net_status_t{};
+    status.opcode = local_opcode(op->opcode);
+    status.fault = op->fault;
+    status.rank = op->rank;
+    status.user_context = op->silent ? nullptr : op->user_context;
+    status.length = op->length;
+    if (op->fault == net_fault_t::protection) status.fault_address = op->remote_address;
+    release_op(op);
+  }
+  return count;
+}
+
+void ibv_device_t::mark_dead(int rank) {
+  peer_t& peer = peers_[static_cast<std::size_t>(rank)];
+  if (peer.dead) return;
+  peer.dead = true;
+  ++dead_to_report_;
+  for (channel_t& channel : peer.channels) {
+    channel.needs_repair = false;
+    while (op_t* op = channel.deferred.pop()) {
+      op->state = op_state_t::settled;
+      op->fault = net_fault_t::peer_crashed;
+      settled_.push(op);
+    }
+  }
+}
+
+// A failed send-side WR: whether it makes a completion (into *status).
+bool ibv_device_t::take_send_error(const ibv_wc& wc, op_t* op, net_status_t* status) {
+  peer_t& peer = peers_[static_cast<std::size_t>(op->rank)];
+  channel_t& channel = channel_of(op);
+  if (op->is_probe) {  // never reported: it finds out whether the peer is there
+    if (wc.status == IBV_WC_RETRY_EXC_ERR && !peer.dead) {
+      if (channel.repair_rounds < probe_rounds_max) {
+        ++channel.repair_rounds;
+        channel.needs_repair = true;
+      } else {
+        mark_dead(op->rank);
+      }
+    } else if (!peer.dead) {
+      channel.needs_repair = true;  // flushed behind another failure
+    }
+    release_op(op);
+    return false;
+  }
+  const bool not_yet = wc.status == IBV_WC_RETRY_EXC_ERR && channel.recovering &&
+                       channel.repair_rounds < repair_rounds_max;
+  if ((wc.status == IBV_WC_WR_FLUSH_ERR || not_yet) && !peer.dead) {  // post it again later
+    if (not_yet) ++channel.repair_rounds;
+    channel.needs_repair = true;
+    op->state = op_state_t::deferred;
+    channel.deferred.push(op);
+    return false;
+  }
+  *status = net_status_t{};
+  status->opcode = local_opcode(op->opcode);
+  status->rank = op->rank;
+  status->user_context = op->silent ? nullptr : op->user_context;
+  status->length = op->length;
+  const bool refused = wc.status == IBV_WC_REM_ACCESS_ERR || wc.status == IBV_WC_REM_INV_REQ_ERR;
+  if (refused && op->opcode != IBV_WR_SEND_WITH_IMM && !peer.dead) {
+    status->fault = net_fault_t::protection;
+    status->fault_address = op->remote_address;
+    channel.needs_repair = true;
+    channel.recovering = true;
+    channel.repair_rounds = 0;
+  } else {
+    status->fault = net_fault_t::peer_crashed;
+    mark_dead(op->rank);
+  }
+  release_op(op);
+  return true;
+}
+
+bool ibv_device_t::take_recv_wc(const ibv_wc& wc, op_t* op, net_status_t* status) {
+  if (wc.status != IBV_WC_SUCCESS) {  // a message over the buffer: the sender hears of it
+    op->state = op_state_t::deferred;
+    recvs_to_repost_.push(op);
+    return false;
+  }
+  *status = net_status_t{};
+  status->rank = rank_of_qp_num(wc.qp_num);
+  status->length = wc.byte_len;
+  status->imm_data = (wc.wc_flags & IBV_WC_WITH_IMM) != 0 ? wc.imm_data : 0;
+  if (wc.opcode == IBV_WC_RECV_RDMA_WITH_IMM) {
+    // The write took a receive, but its buffer is untouched: post it again.
+    status->opcode = net_opcode_t::remote_write;
+    op->state = op_state_t::deferred;
+    recvs_to_repost_.push(op);
+    return true;
+  }
+  status->opcode = net_opcode_t::recv;
+  status->buffer = op->buffer;
+  status->user_context = op->user_context;
+  release_op(op);
+  return true;
+}
+
+bool ibv_device_t::take_wc(const ibv_wc& wc, net_status_t* status) {
+  LCI_ASSERT(wc.wr_id < ops_.size(), "a completion with a foreign wr_id");
+  op_t* op = &ops_[wc.wr_id];
+  LCI_ASSERT(op->state == op_state_t::posted, "a completion of an op not posted");
+  if (op->is_recv) return take_recv_wc(wc, op, status);
+  channel_t& channel = channel_of(op);
+  LCI_ASSERT(channel.outstanding > 0, "a send completion with none outstanding");
+  --channel.outstanding;
+  if (wc.status != IBV_WC_SUCCESS) return take_send_error(wc, op, status);
+  channel.recovering = false;  // the peer's QP answers again
+  channel.repair_rounds = 0;
+  const bool report = !op->silent;
+  if (report) {
+    *status = net_status_t{};
+    status->opcode = local_opcode(op->opcode);
+    status->rank = op->rank;
+    status->user_context = op->user_context;
+    status->length = op->length;
+  }
+  release_op(op);
+  return report;
+}
+
+// The responder's side of a remote access error: its QP entered ERR with no
+// completion to say so; the async event does.
+void ibv_device_t::check_async_events() {
+  ibv_async_event event{};
+  while (verbs_.poll_async_event(context_.context(), &event) == 0) {
+    if (event.event_type != IBV_EVENT_QP_ACCESS_ERR && event.event_type != IBV_EVENT_QP_REQ_ERR &&
+        event.event_type != IBV_EVENT_QP_FATAL) {
+      continue;
+    }
+    for (peer_t& peer : peers_) {
+      for (channel_t& channel : peer.channels) {
+        if (channel.qp == event.element.qp && !peer.dead) channel.needs_repair = true;
+      }
+    }
+  }
+}
+
+// A zero-byte RDMA write (it checks no key) to the next peer whose RMA QP is
+// idle: it completes if the peer's QP is there, and times out if the peer
+// is gone (a crashed process's QPs are destroyed with it).
+// False: the probe was refused (no op or a full send queue); try again.
+bool ibv_device_t::probe_next_peer() {
+  for (std::size_t tries = 0; tries < peers_.size(); ++tries) {
+    const std::size_t rank = probe_next_rank_;
+    peer_t& peer = peers_[rank];
+    channel_t& channel = peer.channels[rma_channel];
+    if (static_cast<int>(rank) == rank_ || peer.dead || channel.needs_repair ||
+        channel.outstanding > 0 || !channel.deferred.empty()) {
+      probe_next_rank_ = (probe_next_rank_ + 1) % peers_.size();
+      continue;
+    }
+    op_t* op = alloc_op(false);
+    if (op == nullptr) return false;
+    op->state = op_state_t::settled;
+    op->opcode = IBV_WR_RDMA_WRITE;
+    op->rank = static_cast<int>(rank);
+    op->silent = true;
+    op->is_probe = true;
+    const int error = post_wr(channel, op);
+    if (error != 0) {
+      release_op(op);
+      return false;
+    }
+    probe_next_rank_ = (probe_next_rank_ + 1) % peers_.size();
+    return true;
+  }
+  return true;  // nobody to probe now
+}
+
+// Posts what waited for the channel's QP (re-established), as far as the
+// send queue has room.
+void ibv_device_t::post_deferred(channel_t& channel) {
+  while (!channel.deferred.empty() && channel.outstanding < sends_max_) {
+    op_t* op = channel.deferred.pop();
+    const int error = post_wr(channel, op);
+    if (error == ENOMEM) {  // the send queue is full after all: at the next poll
+      channel.deferred.push_front(op);
+      return;
+    }
+    if (error != 0) throw_verbs(verbs_, "post_send (after re-establishing)", error);
+  }
+}
+
+// Re-establishes every QP in ERR whose WRs have all come back, and posts
+// what waited for it.
+void ibv_device_t::repair_peers() {
+  for (peer_t& peer : peers_) {
+    for (channel_t& channel : peer.channels) {
+      if (peer.dead) continue;
+      if (channel.needs_repair && channel.outstanding == 0) {
+        if (int error = bring_up(peer, channel)) {
+          throw_verbs(verbs_, "modify_qp (re-establishing)", error);
+        }
+        channel.needs_repair = false;
+      }
+      if (!channel.needs_repair) post_deferred(channel);
+    }
+  }
+  for (std::size_t i = 0; i < ops_.size() && !recvs_to_repost_.empty(); ++i) {
+    op_t* op = recvs_to_repost_.pop();
+    if (post_recv_op(op).is_retry()) {
+      recvs_to_repost_.push(op);
+      break;
+    }
+  }
+}
+
+std::size_t ibv_device_t::poll_comp(net_status_t* statuses, std::size_t statuses_max) {
+  std::unique_lock<util::spinlock_t> guard(lock_, std::try_to_lock);
+  if (!guard.owns_lock()) return 0;
+  std::size_t count = drain_settled(statuses, statuses_max);
+  int polled = 0;
+  if (count < statuses_max) {
+    ibv_wc wcs[poll_batch_max];
+    const int wanted = static_cast<int>(std::min<std::size_t>(statuses_max - count, poll_batch_max));
+    polled = verbs_.poll_cq(cq_, wanted, wcs);
+    if (polled < 0) throw_verbs(verbs_, "poll_cq (the CQ is broken)", -polled);
+    for (int i = 0; i < polled; ++i) {
+      if (take_wc(wcs[i], &statuses[count])) ++count;
+    }
+  }
+  idle_polls_ = count == 0 && polled == 0 ? idle_polls_ + 1 : 0;
+  // Reading async events is a system call with libibverbs: not on every poll.
+  if (idle_polls_ % async_idle_period == 1 || ++polls_count_ % async_check_period == 0) {
+    check_async_events();
+  }
+  repair_peers();
+  // A probe the send queue refused is tried again at the next idle poll.
+  if (idle_polls_ >= probe_idle_polls && probe_next_peer()) idle_polls_ = 0;
+  return count;
+}
+
+// ---- registration ----
+
+error_t ibv_device_t::register_memory(void* address, std::size_t size, net_mr_t* mr) {
+  *mr = net_mr_t{};
+  ibv_mr* registered = verbs_.reg_mr(pd_, address, size, access_all);
+  if (registered == nullptr) {
+    if (errno == ENOMEM || errno == EAGAIN) return errorcode_t::retry_nomem;
+    throw_verbs(verbs_, "reg_mr", errno);
+  }
+  mr->base = address;
+  mr->size = size;
+  mr->opaque = registered;
+  return errorcode_t::done;
+}
+
+void ibv_device_t::deregister_memory(net_mr_t* mr) {
+  if (mr->is_empty()) return;
+  const int error = verbs_.dereg_mr(static_cast<ibv_mr*>(mr->opaque));
+  if (error != 0) throw_verbs(verbs_, "dereg_mr", error);
+  *mr = net_mr_t{};
+}
+
+net_rmr_t ibv_device_t::get_rmr(net_mr_t mr) const {
+  if (mr.is_empty()) throw std::invalid_argument("get_rmr: the mr is empty");
+  net_rmr_t rmr;
+  rmr.base = reinterpret_cast<std::uintptr_t>(mr.base);
+  rmr.rkey = static_cast<ibv_mr*>(mr.opaque)->rkey;
+  rmr.size = mr.size;
+  return rmr;
+}
+
+}  // namespace lci::backends::ibv

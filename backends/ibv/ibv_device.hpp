@@ -1,0 +1,221 @@
+// ibv_device_t: one network device of the ibv backend (backends/backend.hpp)
+// over a verbs table (ibv_verbs.hpp): a PD, one CQ, two SRQs (the caller's
+// receives; the device's own empty "notice" receives) and two RC QPs to
+// every rank, itself included (a message QP on the caller's SRQ for sends;
+// an RMA QP on the notice SRQ for puts, puts with immediate and gets),
+// connected at creation by exchanging QP numbers, LID and GID through the
+// context's bootstrap (docs/backends/ibv.md, "The device"). QPs sit on the
+// PD or on parent domains, per the context's td_strategy_t.
+//
+// Operations: post_sends/post_puts/post_putImms go inline (they copy the
+// payload; inject_size_max is the QP's granted max_inline_data);
+// post_send/post_put/post_putImm/post_get use the caller's registration (or
+// a registration of their own for an empty net_mr_t, released at
+// completion); receives go to the caller's SRQ. Every WR is signaled, so a send slot
+// is free exactly when its completion is polled; "s" variants are not
+// reported on success.
+//
+// Errors: IBV_WC_REM_ACCESS_ERR / IBV_WC_REM_INV_REQ_ERR on an RMA fail that
+// one operation with a protection fault (fault_address = the remote
+// address); the WRs flushed behind it are posted again once the QP is
+// re-established (RESET -> INIT -> RTR -> RTS to the same peer QP). The
+// responder's QP, which the error also moved to ERR, is re-established when
+// its async event arrives. A transport or RNR retry exhausted means the peer
+// is unreachable: its operations fail with peer_crashed naming the rank, and
+// poll_comp reports it once (peer_down). To learn of a dead peer it never
+// sends to, an idle device probes its peers in turn with a zero-byte RDMA
+// write (8 empty polls in a row trigger one probe); a probe that times out
+// 8 times in a row (the QP re-established in between) means the peer is
+// gone (a dead process's QPs are destroyed with it).
+//
+// Thread safety: every method may run concurrently; posts and polls
+//                serialise on one try-lock per device (busy: retry_lock, or
+//                0 completions). register_memory/deregister_memory take no
+//                lock (libibverbs' registration takes none).
+// Blocking:      never, except the destructor, which polls (calling the
+//                bootstrap's wait hook) until every accepted send has
+//                completed.
+// Ownership:     backend.hpp's; the device owns its verbs objects.
+// Allocation:    at construction; on the data path only a registration of
+//                its own for a post with an empty net_mr_t.
+// Limits:        net_max_sends operations in flight (and as many per QP),
+//                net_max_recvs receives, and the device's own notice
+//                receives; the CQ holds them all, so it cannot overrun.
+//                Beyond them: retry_nomem.
+//
+// Life cycle:    constructed (collective) -> open -> destroyed (drains the
+//                sends). A post after destruction is undefined (the handle
+//                is gone).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "backends/backend.hpp"
+#include "backends/ibv/ibv_context.hpp"
+#include "backends/ibv/ibv_verbs.hpp"
+#include "lci/util/spinlock.hpp"
+
+namespace lci::backends::ibv {
+
+class ibv_device_t final : public backend::net_device_t {
+ public:
+  ibv_device_t(ibv_context_t& context, const backend::net_device_attr_t& requested);
+  ~ibv_device_t() override;
+  ibv_device_t(const ibv_device_t&) = delete;
+  ibv_device_t& operator=(const ibv_device_t&) = delete;
+
+  const backend::net_device_attr_t& attr() const override { return attr_; }
+  // Thread domains the device allocated (0 under td_strategy_t::none or a
+  // provider without them; 1 under all_qp; one per QP under per_qp).
+  std::size_t thread_domains_count() const { return tds_.size(); }
+
+  [[nodiscard]] error_t post_recv(void* buffer, std::size_t size, backend::net_mr_t mr,
+                                  void* user_context) override;
+  [[nodiscard]] error_t post_recv_multi(void* buffer, std::size_t size,
+                                        void* user_context) override;
+  [[nodiscard]] error_t post_sends(int rank, const void* buffer, std::size_t size,
+                                   backend::net_imm_data_t imm_data) override;
+  [[nodiscard]] error_t post_send(int rank, const void* buffer, std::size_t size,
+                                  backend::net_mr_t mr, backend::net_imm_data_t imm_data,
+                                  void* user_context) override;
+  [[nodiscard]] error_t post_puts(int rank, const void* buffer, std::size_t size,
+                                  std::uint64_t offset, backend::net_rmr_t rmr) override;
+  [[nodiscard]] error_t post_put(int rank, const void* buffer, std::size_t size,
+                                 backend::net_mr_t mr, std::uint64_t offset,
+                                 backend::net_rmr_t rmr, void* user_context) override;
+  [[nodiscard]] error_t post_putImms(int rank, const void* buffer, std::size_t size,
+                                     std::uint64_t offset, backend::net_rmr_t rmr,
+                                     backend::net_imm_data_t imm_data) override;
+  [[nodiscard]] error_t post_putImm(int rank, const void* buffer, std::size_t size,
+                                    backend::net_mr_t mr, std::uint64_t offset,
+                                    backend::net_rmr_t rmr, backend::net_imm_data_t imm_data,
+                                    void* user_context) override;
+  [[nodiscard]] error_t post_get(int rank, void* buffer, std::size_t size, backend::net_mr_t mr,
+                                 std::uint64_t offset, backend::net_rmr_t rmr,
+                                 void* user_context) override;
+  std::size_t poll_comp(backend::net_status_t* statuses, std::size_t statuses_max) override;
+  [[nodiscard]] error_t register_memory(void* address, std::size_t size,
+                                        backend::net_mr_t* mr) override;
+  void deregister_memory(backend::net_mr_t* mr) override;
+  backend::net_rmr_t get_rmr(backend::net_mr_t mr) const override;
+
+ private:
+  enum class op_state_t : std::uint8_t { free, posted, settled, deferred };
+  // One operation: a send-side WR or a receive; its index is the wr_id.
+  struct op_t {
+    op_t* next = nullptr;  // free list, settled list or a peer's deferred list
+    op_state_t state = op_state_t::free;
+    ibv_wr_opcode opcode = IBV_WR_SEND;  // send side
+    bool is_recv = false;
+    bool is_notice = false;  // one of the device's own receives on the RMA SRQ
+    bool silent = false;                 // an "s" variant: success not reported
+    bool is_probe = false;               // the device's own liveness probe
+    bool is_inline = false;
+    int rank = -1;
+    void* user_context = nullptr;
+    void* buffer = nullptr;  // the caller's buffer (recv: where the message lands)
+    std::size_t length = 0;
+    std::uint32_t lkey = 0;
+    ibv_mr* own_mr = nullptr;  // a registration of its own (empty net_mr_t)
+    std::uint64_t remote_address = 0;
+    std::uint32_t rkey = 0;
+    backend::net_imm_data_t imm_data = 0;
+    backend::net_fault_t fault = backend::net_fault_t::none;  // settled: why
+  };
+  struct op_list_t {
+    op_t* head = nullptr;
+    op_t* tail = nullptr;
+    void push(op_t* op);
+    void push_front(op_t* op);
+    op_t* pop();
+    bool empty() const { return head == nullptr; }
+  };
+  // One QP to a peer and what waits on it.
+  struct channel_t {
+    ibv_qp* qp = nullptr;
+    std::uint32_t remote_qp_num = 0;
+    std::size_t outstanding = 0;  // WRs posted on qp, completion not yet polled
+    bool needs_repair = false;    // the QP is in ERR: re-establish once outstanding == 0
+    // Re-established after a remote access error, no WR completed since: the
+    // peer's QP may still be in ERR until the peer polls, so a transport
+    // timeout means "not yet", up to repair_rounds_max rounds.
+    bool recovering = false;
+    std::size_t repair_rounds = 0;
+    op_list_t deferred;           // flushed WRs (and posts while repairing), posted after repair
+  };
+  // Two QPs per peer: sends on the message QP, whose receives are the
+  // caller's (the SRQ); RMA on the RMA QP, whose SRQ holds the device's own
+  // empty receives, so a write with immediate never takes a caller's buffer
+  // and needs none posted (backend.hpp).
+  static constexpr std::size_t message_channel = 0;
+  static constexpr std::size_t rma_channel = 1;
+  static constexpr std::size_t channels_count = 2;
+  struct peer_t {
+    channel_t channels[channels_count];
+    std::uint16_t remote_lid = 0;
+    ibv_gid remote_gid{};  // addresses the peer on RoCE (Ethernet link layer)
+    bool dead = false;  // unreachable: every operation fails
+    bool dead_reported = false;
+  };
+  struct post_args_t;
+
+  void create_queues();
+  ibv_pd* qp_domain();
+  void connect_peers();
+  int bring_up(const peer_t& peer, channel_t& channel);
+  int bring_up_to_rtr(const peer_t& peer, channel_t& channel);
+  int rtr_to_rts(channel_t& channel);
+  [[nodiscard]] error_t post_op(const char* what, const post_args_t& args);
+  [[nodiscard]] error_t fill_op(op_t* op, const post_args_t& args);
+  int post_wr(channel_t& channel, op_t* op);
+  channel_t& channel_of(const op_t* op);
+  [[nodiscard]] error_t post_recv_op(op_t* op);
+  op_t* alloc_op(bool is_recv);
+  void release_op(op_t* op);
+  std::size_t drain_settled(backend::net_status_t* statuses, std::size_t statuses_max);
+  bool take_wc(const ibv_wc& wc, backend::net_status_t* status);
+  bool take_recv_wc(const ibv_wc& wc, op_t* op, backend::net_status_t* status);
+  bool take_send_error(const ibv_wc& wc, op_t* op, backend::net_status_t* status);
+  void mark_dead(int rank);
+  void check_async_events();
+  void repair_peers();
+  bool probe_next_peer();
+  void post_deferred(channel_t& channel);
+  int rank_of_qp_num(std::uint32_t qp_num) const;
+  void drain();
+
+  ibv_context_t& context_;
+  verbs_t& verbs_;
+  const int rank_;
+  const int ranks_count_;
+  backend::net_device_attr_t attr_;
+  std::size_t sends_max_ = 0;
+  std::size_t recvs_max_ = 0;
+  std::size_t notices_max_ = 0;
+  std::uint32_t inline_max_ = 0;
+  ibv_pd* pd_ = nullptr;
+  std::vector<ibv_td*> tds_;             // per the context's td_strategy_t
+  std::vector<ibv_pd*> parent_domains_;  // one per TD: where the QPs are created
+  bool tds_unsupported_ = false;         // alloc_td said EOPNOTSUPP: QPs on the PD
+  ibv_cq* cq_ = nullptr;
+  ibv_srq* srq_ = nullptr;         // the caller's receives
+  ibv_srq* notice_srq_ = nullptr;  // the device's own, for writes with immediate
+  std::vector<peer_t> peers_;
+  std::vector<std::pair<std::uint32_t, int>> qp_nums_;  // sorted (local qp_num, rank)
+  // sends_max_ send ops, recvs_max_ receives, then notices_max_ notice receives.
+  std::vector<op_t> ops_;
+  std::vector<unsigned char> inline_arena_;  // inline_max_ bytes per send op
+  op_t* free_sends_ = nullptr;
+  op_t* free_recvs_ = nullptr;
+  op_list_t settled_;
+  op_list_t recvs_to_repost_;
+  std::size_t dead_to_report_ = 0;  // peers dead and not yet reported
+  std::size_t polls_count_ = 0;
+  std::size_t idle_polls_ = 0;     // polls in a row that found nothing
+  std::size_t probe_next_rank_ = 0;
+  util::spinlock_t lock_;
+};
+
+}  // namespace lci::backends::ibv

@@ -1,0 +1,197 @@
+// The backend conformance suite (tests/backends/conformance/) over the ibv
+// backend (backends/ibv/ibv_device.hpp) on the emulated verbs device
+// (backends/ibv/ibv_emu_fabric.hpp): every rank of a simulated run opens
+// its own HCA of one emulated fabric, seeded like the run; several seeds in
+// deterministic mode (fibers), and the wire with delay spikes.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "backends/ibv/ibv_context.hpp"
+#include "backends/ibv/ibv_emu_fabric.hpp"
+#include "sim/sim_faults.hpp"
+#include "sim/sim_harness.hpp"
+#include "sim/sim_seed.hpp"
+#include "tests/backends/conformance/conformance.hpp"
+
+namespace lci::conformance {
+namespace {
+
+using backends::ibv::emu_fabric_t;
+using backends::ibv::emu_options_t;
+using backends::ibv::ibv_bootstrap_t;
+using backends::ibv::ibv_context_t;
+
+struct meeting_t {
+  std::mutex lock;
+  std::uint64_t generation = 0;
+  int arrived = 0;
+};
+
+// A rank: the ibv context over its HCA, bootstrapped through the harness's
+// out-of-band allgather. The barrier keeps polling the rank's endpoints (a
+// peer may wait for this rank's progress: its QP in ERR is re-established
+// only when this rank polls).
+class ibv_rank_ctx_t final : public rank_ctx_t {
+ public:
+  ibv_rank_ctx_t(sim::rank_env_t& env, meeting_t& meeting, emu_fabric_t& fabric,
+                 const backends::ibv::ibv_context_options_t& options)
+      : env_(env),
+        meeting_(meeting),
+        context_(fabric.verbs(env.rank()), env.rank(), env.ranks_count(),
+                 ibv_bootstrap_t{[&env](const void* mine, std::size_t bytes, void* all) {
+                                   env.allgather(mine, bytes, all);
+                                 },
+                                 [&env](const char* what) { env.wait(what); }},
+                 options) {}
+  backend::net_context_t& context() override { return context_; }
+  void wait(const char* what) override { env_.wait(what); }
+  void barrier() override {
+    std::uint64_t generation;
+    {
+      std::lock_guard<std::mutex> guard(meeting_.lock);
+      generation = meeting_.generation;
+      ++meeting_.arrived;
+    }
+    for (;;) {
+      {
+        std::lock_guard<std::mutex> guard(meeting_.lock);
+        if (meeting_.generation != generation) return;
+        if (meeting_.arrived >= live_ranks()) {  // the last one (or a rank crashed)
+          meeting_.arrived = 0;
+          ++meeting_.generation;
+          return;
+        }
+      }
+      poll_endpoints();
+      env_.wait("barrier");
+    }
+  }
+  void allgather(const void* mine, std::size_t bytes, void* all) override {
+    barrier();
+    env_.allgather(mine, bytes, all);
+  }
+  void run_threads(int threads_count, const std::function<void(int)>& body) override {
+    env_.run_threads(threads_count, body);
+  }
+  // As a process dies: the rank unwinds, and its devices' QPs are destroyed
+  // (the kernel does that for a dead process), so peers' requests time out.
+  [[noreturn]] void crash() override { env_.crash(); }
+  void add_poller(const void* owner, std::function<void()> poll) override {
+    std::lock_guard<std::mutex> guard(pollers_lock_);
+    pollers_.emplace_back(owner, std::move(poll));
+  }
+  void remove_poller(const void* owner) override {
+    std::lock_guard<std::mutex> guard(pollers_lock_);
+    pollers_.erase(std::remove_if(pollers_.begin(), pollers_.end(),
+                                  [owner](const auto& entry) { return entry.first == owner; }),
+                   pollers_.end());
+  }
+
+ private:
+  int live_ranks() {
+    int live = 0;
+    for (int rank = 0; rank < env_.ranks_count(); ++rank) live += env_.world().is_crashed(rank) ? 0 : 1;
+    return live;
+  }
+  void poll_endpoints() {
+    std::vector<std::function<void()>> polls;
+    {
+      std::lock_guard<std::mutex> guard(pollers_lock_);
+      for (const auto& entry : pollers_) polls.push_back(entry.second);
+    }
+    for (const auto& poll : polls) poll();
+  }
+
+  sim::rank_env_t& env_;
+  meeting_t& meeting_;
+  ibv_context_t context_;
+  std::mutex pollers_lock_;
+  std::vector<std::pair<const void*, std::function<void()>>> pollers_;
+};
+
+struct case_faults_t {
+  double delay_spike_rate = 0.0;
+  double reg_mr_failure_rate = 0.0;
+  double send_queue_full_rate = 0.0;
+  backends::ibv::td_strategy_t td_strategy = backends::ibv::td_strategy_t::none;
+};
+
+backend_case_t ibv_case(const std::string& name, std::uint64_t seed, sim::world_mode_t mode,
+                        case_faults_t faults) {
+  backend_case_t result;
+  result.name = name;
+  result.run = [seed, mode, faults](int ranks_count, const rank_body_t& body) {
+    emu_options_t emu;
+    emu.hcas_count = ranks_count;
+    emu.seed = seed;
+    // The simulator's fault switches (LCI_SIM_FAULT_<NAME>, applied by
+    // default_run_options) reach the emulated wire too.
+    sim::run_options_t options = sim::default_run_options(seed, mode);
+    const sim::fault_options_t& world_faults = options.world.faults;
+    emu.delay_spike_rate =
+        std::max(faults.delay_spike_rate, world_faults.rate(sim::fault_kind_t::delay_spike));
+    emu.reg_mr_failure_rate = std::max(
+        faults.reg_mr_failure_rate, world_faults.rate(sim::fault_kind_t::registration_failure));
+    emu.send_queue_full_rate = std::max(
+        faults.send_queue_full_rate, world_faults.rate(sim::fault_kind_t::send_queue_full));
+    emu_fabric_t fabric(emu);
+    meeting_t meeting;
+    const sim::run_report_t report =
+        sim::run_ranks(ranks_count, options, [&](sim::rank_env_t& env) {
+          backends::ibv::ibv_context_options_t context_options;
+          context_options.td_strategy = faults.td_strategy;
+          ibv_rank_ctx_t ctx(env, meeting, fabric, context_options);
+          body(ctx);
+        });
+    if (report.ok) return std::string();
+    return report.report + "\n" + fabric.describe();
+  };
+  result.can_crash = mode == sim::world_mode_t::deterministic;
+  if (mode == sim::world_mode_t::concurrent) {
+    result.skip_reason = [](const std::string& test_name, int) -> std::string {
+      if (test_name != "RmaProtectionFaults") return "";  // DeadPeer: can_crash is false
+      return "concurrent mode: the emulated clock runs as fast as the busiest poller, so the "
+             "victim's re-establishment of its QP races the requester's transport timeouts "
+             "(docs/backends/ibv.md, \"The device\"); deterministic mode runs it";
+    };
+  }
+  return result;
+}
+
+// Deterministic seeds; seeds with delay spikes, registrations that fail
+// (retry_nomem, as a NIC out of memory-translation entries) and send queues
+// found full (retry_nomem); concurrent
+// mode (ranks and their threads are OS threads; run it under
+// --config=tsan); and the thread-domain strategies.
+std::vector<backend_case_t> ibv_cases() {
+  const sim::world_mode_t deterministic = sim::world_mode_t::deterministic;
+  std::vector<backend_case_t> cases;
+  for (std::uint64_t seed : sim::seeds_from_env(1, 3)) {
+    cases.push_back(ibv_case("emu_seed" + std::to_string(seed), seed, deterministic, {}));
+  }
+  for (std::uint64_t seed : sim::seeds_from_env(101, 2)) {
+    cases.push_back(ibv_case("emu_faults_seed" + std::to_string(seed), seed, deterministic,
+                             {0.1, 0.1, 0.1}));
+  }
+  cases.push_back(ibv_case("emu_concurrent", 7, sim::world_mode_t::concurrent, {}));
+  // The thread-domain strategies: QPs on parent domains (one TD per QP, or
+  // one per device).
+  cases.push_back(ibv_case("emu_per_qp_td", 5, deterministic,
+                           {0.0, 0.0, 0.0, backends::ibv::td_strategy_t::per_qp}));
+  cases.push_back(ibv_case("emu_all_qp_td", 6, sim::world_mode_t::concurrent,
+                           {0.0, 0.0, 0.0, backends::ibv::td_strategy_t::all_qp}));
+  return cases;
+}
+
+INSTANTIATE_TEST_SUITE_P(Ibv, BackendConformance, ::testing::ValuesIn(ibv_cases()), case_name);
+
+}  // namespace
+}  // namespace lci::conformance

@@ -1,0 +1,335 @@
+// The ibv backend's own error handling (backends/ibv/ibv_device.hpp), on the
+// emulated device, beyond what the conformance suite checks:
+//   - a remote access error fails that one operation; the operations posted
+//     behind it on the same QP (flushed by the verbs) still complete, once
+//     the QP is re-established;
+//   - a peer whose QPs are gone is unreachable: the operation fails with
+//     peer_crashed naming the rank, the device reports the rank once
+//     (peer_down), and later operations to it fail at once.
+// Two simulated ranks (fibers, seeded), each opening its own emulated HCA.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backends/backend.hpp"
+#include "backends/ibv/ibv_context.hpp"
+#include "backends/ibv/ibv_device.hpp"
+#include "backends/ibv/ibv_emu_fabric.hpp"
+#include "sim/sim_harness.hpp"
+#include "sim/sim_seed.hpp"
+
+namespace lci::backends::ibv {
+namespace {
+
+using backend::net_fault_t;
+using backend::net_mr_t;
+using backend::net_opcode_t;
+using backend::net_rmr_t;
+using backend::net_status_t;
+
+// Runs body(rank, env, context) on two ranks over one emulated fabric;
+// returns the run's trace: the scheduler's and the fabric's hashes mixed.
+std::uint64_t run_two_ranks(std::uint64_t seed,
+                            const std::function<void(sim::rank_env_t&, ibv_context_t&)>& body,
+                            const ibv_context_options_t& context_options = {}) {
+  emu_options_t emu;
+  emu.hcas_count = 2;
+  emu.seed = seed;
+  emu_fabric_t fabric(emu);
+  const sim::run_report_t report = sim::run_ranks(
+      2, sim::default_run_options(seed), [&](sim::rank_env_t& env) {
+        ibv_context_t context(fabric.verbs(env.rank()), env.rank(), env.ranks_count(),
+                              ibv_bootstrap_t{[&env](const void* mine, std::size_t bytes,
+                                                     void* all) { env.allgather(mine, bytes, all); },
+                                              [&env](const char* what) { env.wait(what); }},
+                              context_options);
+        body(env, context);
+      });
+  EXPECT_TRUE(report.ok) << report.report << "\n" << fabric.describe();
+  return report.trace_hash * 31 + fabric.trace_hash();
+}
+
+// Polls `device` until `done`, collecting every completion.
+void poll_until(sim::rank_env_t& env, backend::net_device_t& device,
+                std::vector<net_status_t>* statuses, const std::function<bool()>& done,
+                const char* what) {
+  for (int turn = 0; !done(); ++turn) {
+    ASSERT_LT(turn, 1'000'000) << "waited too long for " << what;
+    net_status_t batch[8];
+    const std::size_t count = device.poll_comp(batch, 8);
+    statuses->insert(statuses->end(), batch, batch + count);
+    env.wait(what);
+  }
+}
+
+template <typename Op>
+void post_retrying(sim::rank_env_t& env, backend::net_device_t& device, Op&& op) {
+  for (int tries = 0;; ++tries) {
+    const error_t error = op();
+    if (!error.is_retry()) {
+      ASSERT_TRUE(error.is_done() || error.is_posted()) << error.get_str();
+      return;
+    }
+    ASSERT_LT(tries, 100'000);
+    net_status_t batch[8];
+    (void)device.poll_comp(batch, 0);
+    env.wait("post retry");
+  }
+}
+
+// The responder keeps polling until the requester is done (as a runtime's
+// progress does): its own QP, which the refused put moved to ERR, is
+// re-established only inside its poll_comp, and the requester's retries
+// give up if that takes longer than retry_cnt transport timeouts
+// (docs/backends/ibv.md, "The device").
+std::uint64_t run_remote_access_error(std::uint64_t seed) {
+  constexpr std::size_t size = 256;
+  constexpr std::size_t chunk = 32;
+  bool requester_done = false;  // fibers of one OS thread: no atomics needed
+  return run_two_ranks(seed, [&requester_done](sim::rank_env_t& env, ibv_context_t& context) {
+    auto device = context.alloc_device({});
+    std::vector<char> region(size, 'g');  // rank 1's exposed memory
+    net_mr_t region_mr;
+    post_retrying(env, *device,
+                  [&] { return device->register_memory(region.data(), size, &region_mr); });
+    const net_rmr_t mine = device->get_rmr(region_mr);
+    net_rmr_t rmrs[2];
+    env.allgather(&mine, sizeof(mine), rmrs);
+    std::vector<net_status_t> statuses;
+    if (env.rank() == 0) {
+      std::vector<char> source(chunk, 'p');
+      net_mr_t mr;
+      post_retrying(env, *device, [&] { return device->register_memory(source.data(), chunk, &mr); });
+      // 1: out of bounds (refused); 2: behind it on the same QP; 3: a send.
+      post_retrying(env, *device, [&] {
+        return device->post_put(1, source.data(), chunk, mr, size - 8, rmrs[1],
+                                reinterpret_cast<void*>(1));
+      });
+      post_retrying(env, *device, [&] {
+        return device->post_put(1, source.data(), chunk, mr, 0, rmrs[1],
+                                reinterpret_cast<void*>(2));
+      });
+      post_retrying(env, *device, [&] {
+        return device->post_send(1, "hello", 6, net_mr_t{}, 7, reinterpret_cast<void*>(3));
+      });
+      poll_until(env, *device, &statuses, [&] { return statuses.size() == 3; }, "completions");
+      int faults = 0;
+      for (const net_status_t& status : statuses) {
+        const auto context_id = reinterpret_cast<std::uintptr_t>(status.user_context);
+        EXPECT_EQ(status.rank, 1);
+        if (context_id == 1) {
+          ++faults;
+          EXPECT_EQ(status.fault, net_fault_t::protection) << describe_fault(status);
+          EXPECT_EQ(status.opcode, net_opcode_t::write);
+          EXPECT_EQ(status.fault_address, rmrs[1].base + size - 8);
+        } else {
+          EXPECT_EQ(status.fault, net_fault_t::none)
+              << "operation " << context_id << ": " << describe_fault(status);
+        }
+      }
+      EXPECT_EQ(faults, 1);
+      requester_done = true;
+      device->deregister_memory(&mr);
+    } else {
+      std::vector<char> buffer(64);
+      net_mr_t mr;
+      post_retrying(env, *device, [&] { return device->register_memory(buffer.data(), 64, &mr); });
+      post_retrying(env, *device, [&] { return device->post_recv(buffer.data(), 64, mr, nullptr); });
+      poll_until(env, *device, &statuses, [&] { return !statuses.empty() && requester_done; },
+                 "the send and the requester");
+      EXPECT_EQ(statuses[0].opcode, net_opcode_t::recv);
+      EXPECT_EQ(statuses[0].imm_data, 7u);
+      EXPECT_STREQ(buffer.data(), "hello");
+      device->deregister_memory(&mr);
+    }
+    env.barrier();  // rank 0 saw its completions: the good put has landed
+    if (env.rank() == 1) {
+      EXPECT_EQ(std::string(region.data(), chunk), std::string(chunk, 'p')) << "the good put";
+      EXPECT_EQ(std::string(region.data() + chunk, size - chunk), std::string(size - chunk, 'g'))
+          << "the refused put touched nothing";
+    }
+    device->deregister_memory(&region_mr);
+    env.barrier();
+  });
+}
+
+TEST(IbvDevice, RemoteAccessErrorFailsOneOperationOnly) {
+  (void)run_remote_access_error(sim::seed_from_env(51));
+}
+
+// The same seed replays the same run (fibers and wire alike); another
+// seed gives another.
+TEST(IbvDevice, SameSeedSameRun) {
+  const std::uint64_t seed = sim::seed_from_env(53);
+  const std::uint64_t first = run_remote_access_error(seed);
+  EXPECT_EQ(first, run_remote_access_error(seed)) << sim::replay_command(seed, "");
+  bool differs = false;
+  for (std::uint64_t other = seed + 1; other < seed + 4 && !differs; ++other) {
+    differs = run_remote_access_error(other) != first;
+  }
+  EXPECT_TRUE(differs);
+}
+
+TEST(IbvDevice, UnreachablePeerFailsNamingItsRankAndIsReportedOnce) {
+  run_two_ranks(sim::seed_from_env(52), [](sim::rank_env_t& env, ibv_context_t& context) {
+    auto device = context.alloc_device({});
+    if (env.rank() == 1) {
+      device.reset();  // its QPs are gone: rank 1 is unreachable on this device
+      env.barrier();
+      env.barrier();
+      return;
+    }
+    env.barrier();
+    std::vector<net_status_t> statuses;
+    post_retrying(env, *device, [&] {
+      return device->post_send(1, "lost", 5, net_mr_t{}, 0, reinterpret_cast<void*>(9));
+    });
+    poll_until(env, *device, &statuses, [&] { return statuses.size() == 2; }, "the failure");
+    int reports = 0;
+    for (const net_status_t& status : statuses) {
+      EXPECT_EQ(status.rank, 1);
+      EXPECT_EQ(status.fault, net_fault_t::peer_crashed) << describe_fault(status);
+      if (status.opcode == net_opcode_t::peer_down) {
+        ++reports;
+        EXPECT_EQ(status.user_context, nullptr);
+      } else {
+        EXPECT_EQ(status.user_context, reinterpret_cast<void*>(9));
+      }
+    }
+    EXPECT_EQ(reports, 1);
+    // Later: an operation to rank 1 fails at once, and no second report.
+    statuses.clear();
+    post_retrying(env, *device, [&] {
+      return device->post_send(1, "again", 6, net_mr_t{}, 0, reinterpret_cast<void*>(10));
+    });
+    poll_until(env, *device, &statuses, [&] { return !statuses.empty(); }, "the second failure");
+    for (int i = 0; i < 8; ++i) {
+      net_status_t batch[8];
+      const std::size_t count = device->poll_comp(batch, 8);
+      statuses.insert(statuses.end(), batch, batch + count);
+    }
+    ASSERT_EQ(statuses.size(), 1u);
+    EXPECT_EQ(statuses[0].fault, net_fault_t::peer_crashed);
+    EXPECT_EQ(statuses[0].user_context, reinterpret_cast<void*>(10));
+    EXPECT_NE(describe_fault(statuses[0]).find("rank 1"), std::string::npos)
+        << describe_fault(statuses[0]);
+    env.barrier();
+  });
+}
+
+// Each thread-domain strategy: the QPs sit on parent domains of as many
+// thread domains as it says, and traffic flows over them (the MRs are
+// registered on the PD the parent domains share).
+TEST(IbvDevice, ThreadDomainStrategies) {
+  struct expectation_t {
+    td_strategy_t strategy;
+    std::size_t tds;
+  };
+  // Two ranks, two QPs per rank: 4 QPs per device.
+  for (const expectation_t expected : {expectation_t{td_strategy_t::none, 0},
+                                       expectation_t{td_strategy_t::all_qp, 1},
+                                       expectation_t{td_strategy_t::per_qp, 4}}) {
+    ibv_context_options_t options;
+    options.td_strategy = expected.strategy;
+    run_two_ranks(
+        sim::seed_from_env(54),
+        [&expected](sim::rank_env_t& env, ibv_context_t& context) {
+          auto owned = context.alloc_device({});
+          auto* device = static_cast<ibv_device_t*>(owned.get());
+          EXPECT_EQ(device->thread_domains_count(), expected.tds);
+          std::vector<char> region(64, 0);
+          net_mr_t mr;
+          post_retrying(env, *device, [&] { return device->register_memory(region.data(), 64, &mr); });
+          const net_rmr_t mine = device->get_rmr(mr);
+          net_rmr_t rmrs[2];
+          env.allgather(&mine, sizeof(mine), rmrs);
+          const int peer = 1 - env.rank();
+          post_retrying(env, *device, [&] {
+            return device->post_putImms(peer, "td", 3, static_cast<std::uint64_t>(env.rank()) * 8,
+                                        rmrs[peer], 40 + env.rank());
+          });
+          std::vector<net_status_t> statuses;
+          poll_until(env, *device, &statuses, [&] { return !statuses.empty(); }, "the putImm");
+          EXPECT_EQ(statuses[0].opcode, net_opcode_t::remote_write);
+          EXPECT_EQ(statuses[0].imm_data, 40u + peer);
+          EXPECT_STREQ(region.data() + peer * 8, "td");
+          env.barrier();
+          device->deregister_memory(&mr);
+        },
+        options);
+  }
+}
+
+TEST(IbvContext, NoDeviceIsAClearError) {
+  // A verbs table whose device list is empty, as libibverbs' on a machine
+  // without RDMA: the context refuses with a message, never a crash.
+  emu_options_t emu;
+  emu_fabric_t fabric(emu);
+  class empty_list_t final : public verbs_t {
+   public:
+    explicit empty_list_t(verbs_t& base) : base_(base) {}
+    const char* get_name() const override { return "empty"; }
+    ibv_device** get_device_list(int* count) override {
+      *count = 0;
+      return list_;
+    }
+    void free_device_list(ibv_device**) override {}
+    const char* get_device_name(ibv_device* d) override { return base_.get_device_name(d); }
+    ibv_context* open_device(ibv_device* d) override { return base_.open_device(d); }
+    int close_device(ibv_context* c) override { return base_.close_device(c); }
+    int query_device(ibv_context* c, ibv_device_attr* a) override { return base_.query_device(c, a); }
+    int query_port(ibv_context* c, std::uint8_t p, ibv_port_attr* a) override {
+      return base_.query_port(c, p, a);
+    }
+    int query_gid(ibv_context* c, std::uint8_t p, int i, ibv_gid* g) override {
+      return base_.query_gid(c, p, i, g);
+    }
+    ibv_pd* alloc_pd(ibv_context* c) override { return base_.alloc_pd(c); }
+    int dealloc_pd(ibv_pd* p) override { return base_.dealloc_pd(p); }
+    ibv_td* alloc_td(ibv_context* c, ibv_td_init_attr* a) override { return base_.alloc_td(c, a); }
+    int dealloc_td(ibv_td* t) override { return base_.dealloc_td(t); }
+    ibv_pd* alloc_parent_domain(ibv_context* c, ibv_parent_domain_init_attr* a) override {
+      return base_.alloc_parent_domain(c, a);
+    }
+    ibv_mr* reg_mr(ibv_pd* p, void* a, std::size_t l, int f) override { return base_.reg_mr(p, a, l, f); }
+    int dereg_mr(ibv_mr* m) override { return base_.dereg_mr(m); }
+    ibv_cq* create_cq(ibv_context* c, int n) override { return base_.create_cq(c, n); }
+    int destroy_cq(ibv_cq* q) override { return base_.destroy_cq(q); }
+    ibv_srq* create_srq(ibv_pd* p, ibv_srq_init_attr* a) override { return base_.create_srq(p, a); }
+    int destroy_srq(ibv_srq* s) override { return base_.destroy_srq(s); }
+    ibv_qp* create_qp(ibv_pd* p, ibv_qp_init_attr* a) override { return base_.create_qp(p, a); }
+    int modify_qp(ibv_qp* q, ibv_qp_attr* a, int m) override { return base_.modify_qp(q, a, m); }
+    int query_qp(ibv_qp* q, ibv_qp_attr* a, int m, ibv_qp_init_attr* i) override {
+      return base_.query_qp(q, a, m, i);
+    }
+    int destroy_qp(ibv_qp* q) override { return base_.destroy_qp(q); }
+    int post_send(ibv_qp* q, ibv_send_wr* w, ibv_send_wr** b) override { return base_.post_send(q, w, b); }
+    int post_recv(ibv_qp* q, ibv_recv_wr* w, ibv_recv_wr** b) override { return base_.post_recv(q, w, b); }
+    int post_srq_recv(ibv_srq* s, ibv_recv_wr* w, ibv_recv_wr** b) override {
+      return base_.post_srq_recv(s, w, b);
+    }
+    int poll_cq(ibv_cq* q, int n, ibv_wc* w) override { return base_.poll_cq(q, n, w); }
+    int poll_async_event(ibv_context* c, ibv_async_event* e) override {
+      return base_.poll_async_event(c, e);
+    }
+
+   private:
+    verbs_t& base_;
+    ibv_device* list_[1] = {nullptr};
+  } empty(fabric.verbs(0));
+  ibv_bootstrap_t bootstrap{[](const void*, std::size_t, void*) {}, [](const char*) {}};
+  try {
+    ibv_context_t context(empty, 0, 1, bootstrap);
+    ADD_FAILURE() << "a context opened with no device";
+  } catch (const std::runtime_error& error) {
+    EXPECT_NE(std::string(error.what()).find("no RDMA device"), std::string::npos) << error.what();
+  }
+}
+
+}  // namespace
+}  // namespace lci::backends::ibv
