@@ -22,6 +22,9 @@ packages=(
   libpmix-dev libpmix-bin
   # launchers and MPI peers for benchmarks
   openmpi-bin libopenmpi-dev mpich libmpich-dev
+  # bench/compare_upstream.sh: building upstream LCI beside ours (cmake above),
+  # and bench/run_all.sh's plots
+  libcxxopts-dev gnuplot-nox
   # a private one-node Slurm for the srun launch tests (tools/slurm_local.sh)
   slurmctld slurmd slurm-client slurm-wlm-basic-plugins munge
 )
