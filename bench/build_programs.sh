@@ -40,16 +40,17 @@ while [ $# -gt 0 ]; do
     *) echo "build_programs: unknown argument '$1'" >&2; usage ;;
   esac
 done
-[ -n "$out" ] && [ -n "$kind" ] || usage
+if [ -z "$out" ] || [ -z "$kind" ]; then usage; fi
 
 cxx=(g++)
 flags=(-O2 -std=c++17 -pthread -I "$out/src")
 libs=()
 case "$kind" in
   ours)
-    [ -f "$where/include/lci.hpp" ] && [ -f "$where/lib/liblci.so" ] ||
+    if [ ! -f "$where/include/lci.hpp" ] || [ ! -f "$where/lib/liblci.so" ]; then
       die "--ours $where: no include/lci.hpp and lib/liblci.so there; make them with
   bazel run --config=ofi //:install -- --prefix $where"
+    fi
     where=$(cd "$where" && pwd)
     flags+=(-I "$where/include")
     libs=(-L "$where/lib" -llci "-Wl,-rpath,$where/lib")
@@ -58,8 +59,9 @@ case "$kind" in
     [ -f "$where/CMakeCache.txt" ] ||
       die "--upstream $where: not a CMake build directory (no CMakeCache.txt); docs/bench_upstream.md says how to build upstream LCI"
     where=$(cd "$where" && pwd)
-    [ -f "$where/lib/liblci.so" ] && [ -f "$where/lib/liblct.so" ] ||
+    if [ ! -f "$where/lib/liblci.so" ] || [ ! -f "$where/lib/liblct.so" ]; then
       die "--upstream $where: lib/liblci.so or lib/liblct.so is missing; run make there first"
+    fi
     source_dir=$(sed -n 's/^CMAKE_HOME_DIRECTORY:INTERNAL=//p' "$where/CMakeCache.txt")
     [ -f "$source_dir/src/api/lci.hpp" ] ||
       die "--upstream $where: its source directory '$source_dir' has no src/api/lci.hpp"
