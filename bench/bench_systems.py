@@ -43,9 +43,14 @@ class RunError(Exception):
 
 
 def run_command(command, env_extra, timeout_s):
-    """Runs command; returns its stdout lines without lcirun's rank prefix."""
+    """Runs command; returns its stdout lines without lcirun's rank prefix.
+    A HOME in env_extra is replaced by a fresh directory below it for this
+    run: upstream's lcrun bootstraps through files in $HOME/.tmp, and a run
+    killed by the timeout must not leave them to the next."""
     env = dict(os.environ)
     env.update(env_extra)
+    if "HOME" in env_extra:
+        env["HOME"] = tempfile.mkdtemp(dir=env_extra["HOME"])
     try:
         done = subprocess.run(command, env=env, stdout=subprocess.PIPE,
                               stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
@@ -151,6 +156,21 @@ class Target:
 class Samples:
     def __init__(self):
         self.values = {}   # (target key, system) -> [value per round]
+        self.failures = []  # one line per failed run
+
+    def run(self, system_name, round_index, action):
+        """Runs action(); a failed run is reported, counted and skipped (its
+        targets miss that round) instead of ending the whole measurement."""
+        try:
+            action()
+        except (RunError, ValueError) as error:
+            text = str(error)
+            lines = text.splitlines()
+            print("bench_systems: round %d, %s: a run failed (skipped): %s" % (
+                round_index + 1, system_name, "\n  ".join(lines[:1] + lines[-8:])),
+                file=sys.stderr)
+            self.failures.append("round %d, %s: %s" % (round_index + 1, system_name,
+                                                       lines[0] if lines else "?"))
 
     def add(self, key, system, round_index, value):
         series = self.values.setdefault((key, system), [])
@@ -298,12 +318,16 @@ def compare_in(options, home):
         for runs, command, parse, parallel in jobs:
             for system in runs:
                 if command is None:
-                    parse(system, round_index, samples)
+                    samples.run(system.name, round_index,
+                                lambda: parse(system, round_index, samples))
                     continue
                 env = system.env if parallel else system.single_env
-                lines = run_command(command(system), env, options.timeout)
-                for key, value in parse(lines).items():
-                    samples.add(key, system.name, round_index, value)
+
+                def one_run():
+                    lines = run_command(command(system), env, options.timeout)
+                    for key, value in parse(lines).items():
+                        samples.add(key, system.name, round_index, value)
+                samples.run(system.name, round_index, one_run)
         print("round %d of %d done (%s, load %s)" % (round_index + 1, options.rounds,
                                                       utc_now(), load()), file=sys.stderr)
 
@@ -316,7 +340,17 @@ def compare_in(options, home):
         for library in ("ours", "upstream"):
             print_table([Target(raw_target[0].key, "%s / raw" % library, "msgs/s")], samples,
                         library, "raw", options.target, header=library == "ours")
-    return 0
+    return report_failures(samples)
+
+
+def report_failures(samples):
+    """Lists the failed runs; exit status 1 when there were any."""
+    if not samples.failures:
+        return 0
+    print("\n%d run(s) failed and were skipped:" % len(samples.failures))
+    for line in samples.failures:
+        print("  " + line)
+    return 1
 
 
 def size_name(size):
@@ -434,13 +468,15 @@ def run_all_in(options, home):
     for round_index in range(options.rounds):
         for runs, command, parse in jobs:
             for system in runs:
-                lines = run_command(command(system), system.env, options.timeout)
-                for key, value in parse(lines).items():
-                    samples.add(key, system.name, round_index, value)
+                def one_run():
+                    lines = run_command(command(system), system.env, options.timeout)
+                    for key, value in parse(lines).items():
+                        samples.add(key, system.name, round_index, value)
+                samples.run(system.name, round_index, one_run)
         print("round %d of %d done (%s, load %s)" % (round_index + 1, options.rounds,
                                                       utc_now(), load()), file=sys.stderr)
     write_results(options, systems, threads_list, samples)
-    return 0
+    return report_failures(samples)
 
 
 def best_or_none(values):
@@ -573,7 +609,10 @@ def write_markdown(options, out, names, labels, threads_list, sizes, samples):
                     options.provider))
         md.write("\n".join(rows) + "\n\n")
         md.write("![message rate](msgrate.png)\n\n![bandwidth](bandwidth.png)\n\n")
-        md.write("Every round's value: `samples.csv`; plotted medians: `msgrate.dat`, "
+        if samples.failures:
+            md.write("Runs that failed and were skipped (their cells have fewer rounds):\n\n")
+            md.write("".join("- %s\n" % line for line in samples.failures) + "\n")
+        md.write("Every round's value: `samples.csv`; plotted (best rounds): `msgrate.dat`, "
                  "`bandwidth.dat`.\n")
     print("\n".join(rows))
 
