@@ -339,7 +339,8 @@ def compare_in(options, home):
         raw_target = [t for t in targets if t.key == "msgrate_am_1t_shared"]
         for library in ("ours", "upstream"):
             print_table([Target(raw_target[0].key, "%s / raw" % library, "msgs/s")], samples,
-                        library, "raw", options.target, header=library == "ours")
+                        library, "raw", options.target, header=library == "ours",
+                        first_title="lib")
     return report_failures(samples)
 
 
@@ -392,15 +393,16 @@ def format_value(value, unit):
     return "%.2f %s" % (value, unit)
 
 
-def print_table(targets, samples, first, second, threshold, header=True):
+def print_table(targets, samples, first, second, threshold, header=True, first_title=None):
     """Prints, per target, each system's median [min-max], the paired ratio
     first/second (min, median, max) and the ratio of the best runs; "met"
     when the median paired ratio is at least `threshold` (at most
     1/threshold where lower is better)."""
     if header:
         print("%-42s %-27s %-27s %-22s %-9s %s" % (
-            "target", "%s median [min-max]" % first, "%s median [min-max]" % second,
-            "%s/%s min med max" % (first, second), "best/best", "verdict"))
+            "target", "%s median [min-max]" % (first_title or first),
+            "%s median [min-max]" % second,
+            "%s/%s min med max" % (first_title or first, second), "best/best", "verdict"))
     for target in targets:
         a = samples.get(target.key, first)
         b = samples.get(target.key, second)
