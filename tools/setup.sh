@@ -22,9 +22,10 @@ packages=(
   libpmix-dev libpmix-bin
   # launchers and MPI peers for benchmarks
   openmpi-bin libopenmpi-dev mpich libmpich-dev
-  # upstream LCI's benchmarks (their command lines), built against this
-  # project by tools/upstream_programs.sh
-  libcxxopts-dev
+  # upstream LCI beside ours: its benchmarks run unchanged against this
+  # project (tools/upstream_programs.sh), and bench/compare_upstream.sh builds
+  # upstream for measurement (cmake above); bench/run_all.sh's plots
+  libcxxopts-dev gnuplot-nox
   # a private one-node Slurm for the srun launch tests (tools/slurm_local.sh)
   slurmctld slurmd slurm-client slurm-wlm-basic-plugins munge
 )
