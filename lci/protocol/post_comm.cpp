@@ -1,12 +1,12 @@
 #include <cstddef>
 #include <cstring>
-#include <memory>
 #include <stdexcept>
 #include <string>
 
 #include "lci/protocol/protocol.hpp"
 #include "lci/runtime/device_impl.hpp"
 #include "lci/runtime/runtime_impl.hpp"
+#include "lci/util/assert.hpp"
 
 namespace lci::detail {
 
@@ -47,38 +47,71 @@ void check_args(const post_args_t& args) {
   }
 }
 
+// Table 1: which protocol runs the operation.
+status_t run_operation(const post_args_t& args) {
+  if (!args.rmr.is_empty()) {
+    return args.direction == direction_t::OUT ? post_put(args) : post_get(args);
+  }
+  if (args.direction == direction_t::IN) return post_recv_matched(args);
+  return post_send_or_am(args, args.remote_comp != 0);
+}
+
+// A COMP_NULL send or active message (eager: a zero-copy one was refused
+// before) is fire-and-forget: nothing will tell the caller when the backlog
+// is done with the buffer, so the record keeps a copy and the buffer is the
+// caller's again when post_comm returns. (A COMP_NULL put or get has no
+// such promise: its buffer is the caller's once test_drained() says so.)
+void copy_payload(device_impl_t& device, deferred_post_t* post) {
+  post_args_t& args = post->args;
+  LCI_ASSERT(args.size <= device.packet_payload_max(), "a COMP_NULL payload over a packet");
+  post->packet = device.packet_pool()->pool.get();
+  void* copy = post->packet;
+  if (copy == nullptr) {
+    // Every packet is out (receives and sends hold them): the one place the
+    // data path still allocates (docs/design/runtime.md, "Pools").
+    post->heap_copy.reset(new std::byte[args.size]);
+    copy = post->heap_copy.get();
+  }
+  std::memcpy(copy, args.buffer, args.size);
+  args.buffer = copy;
+  args.mr = backend::net_mr_t{};  // the copy is not in the caller's registration
+}
+
+// The record of a post that left the backlog (ran to an outcome or threw).
+void release_deferred(device_impl_t& device, deferred_post_t* post) {
+  if (post->packet != nullptr) device.packet_pool()->pool.put(post->packet);
+  device.give_back(post);
+}
+
 }  // namespace
 
 status_t post_comm(const post_args_t& args) {
   check_args(args);
-  const bool has_rmr = !args.rmr.is_empty();
-  auto run = [has_rmr](const post_args_t& a) -> status_t {
-    if (has_rmr) return a.direction == direction_t::OUT ? post_put(a) : post_get(a);
-    if (a.direction == direction_t::IN) return post_recv_matched(a);
-    return post_send_or_am(a, a.remote_comp != 0);
-  };
-  status_t status = run(args);
+  status_t status = run_operation(args);
   if (!status.is_retry() || args.allow_retry) return status;
   // Retry is not allowed: the backlog re-runs the operation until the
   // network takes it; its completion object is signalled as usual.
-  post_args_t deferred = args;
-  deferred.allow_done = false;
-  deferred.allow_posted = true;  // the backlog completes it later anyway
-  deferred.allow_retry = true;
-  // A COMP_NULL send or active message (eager: a zero-copy one was refused
-  // above) is fire-and-forget: nothing will tell the caller when the backlog
-  // is done with the buffer, so the step keeps a copy and the buffer is the
-  // caller's again when this returns. (A COMP_NULL put or get has no such
-  // promise: its buffer is the caller's once test_drained() says so.)
-  std::shared_ptr<std::byte[]> payload;
-  if (args.comp == nullptr && args.direction == direction_t::OUT && !has_rmr && args.size > 0) {
-    payload.reset(new std::byte[args.size]);
-    std::memcpy(payload.get(), args.buffer, args.size);
-    deferred.buffer = payload.get();
-    deferred.mr = backend::net_mr_t{};  // the copy is not in the caller's registration
+  device_impl_t& device = *args.device;
+  deferred_post_t* post = device.take_deferred_post();
+  post->args = args;
+  post->args.allow_done = false;
+  post->args.allow_posted = true;  // the backlog completes it later anyway
+  post->args.allow_retry = true;
+  if (args.comp == nullptr && args.direction == direction_t::OUT && args.rmr.is_empty() &&
+      args.size > 0) {
+    copy_payload(device, post);
   }
-  const error_t error = args.device->run_or_backlog([deferred, run, payload]() -> error_t {
-    return run(deferred).error;
+  device_impl_t* const device_ptr = &device;
+  const error_t error = device.run_or_backlog([device_ptr, post]() -> error_t {
+    error_t outcome;
+    try {
+      outcome = run_operation(post->args).error;
+    } catch (...) {
+      release_deferred(*device_ptr, post);  // the exception is its report
+      throw;
+    }
+    if (!outcome.is_retry()) release_deferred(*device_ptr, post);
+    return outcome;
   });
   return status_t(error.is_done() ? errorcode_t::posted : errorcode_t::posted_backlog);
 }

@@ -1,0 +1,453 @@
+// The data path allocates nothing (docs/design/runtime.md, "Pools"): after a
+// warm-up, every protocol (inject, eager and rendezvous send/recv, active
+// messages, put and get with and without a signal) with every completion
+// kind (sync, cq, handler, counter, graph) runs rounds of messages between
+// two simulated ranks without one call to malloc — except the buffer an
+// active message's user is handed to free, one per copied AM, which a
+// zero_copy_am completion object avoids (it gets the packet instead).
+//
+// How allocations are counted: this binary defines malloc and its siblings
+// (glibc lets an executable interpose them; operator new calls malloc), and
+// counts every call while the measured rounds run — the runtime's, the
+// test's and the simulator's alike. Nothing is excluded: the simulator's
+// wire and scheduler reuse their storage once warmed up as well, so a count
+// above the allowance is an allocation on some data path, and the runtime's
+// is the one under test.
+//
+// Sanitizer builds replace malloc themselves: there the hook is left out
+// and the test skips.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "lci.hpp"
+#include "sim/sim_harness_gtest.hpp"
+#include "tests/runtime/runtime_test_util.hpp"
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define LCI_ALLOC_TEST_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define LCI_ALLOC_TEST_SANITIZED 1
+#endif
+#endif
+
+namespace {
+
+// Written and read by the one OS thread of a deterministic run (every rank
+// is a fiber on it), so plain variables suffice.
+bool counting = false;
+std::int64_t allocations_count = 0;
+
+void note_allocation() {
+  if (counting) ++allocations_count;
+}
+
+}  // namespace
+
+#if !defined(LCI_ALLOC_TEST_SANITIZED)
+extern "C" {
+void* __libc_malloc(std::size_t size);
+void* __libc_calloc(std::size_t count, std::size_t size);
+void* __libc_realloc(void* pointer, std::size_t size);
+void* __libc_memalign(std::size_t alignment, std::size_t size);
+
+void* malloc(std::size_t size) {
+  note_allocation();
+  return __libc_malloc(size);
+}
+void* calloc(std::size_t count, std::size_t size) {
+  note_allocation();
+  return __libc_calloc(count, size);
+}
+void* realloc(void* pointer, std::size_t size) {
+  note_allocation();
+  return __libc_realloc(pointer, size);
+}
+void* memalign(std::size_t alignment, std::size_t size) {
+  note_allocation();
+  return __libc_memalign(alignment, size);
+}
+void* aligned_alloc(std::size_t alignment, std::size_t size) {
+  note_allocation();
+  return __libc_memalign(alignment, size);
+}
+int posix_memalign(void** out, std::size_t alignment, std::size_t size) {
+  note_allocation();
+  *out = __libc_memalign(alignment, size);
+  return *out == nullptr ? ENOMEM : 0;
+}
+}  // extern "C"
+#endif
+
+namespace {
+
+using lci::runtime_test::require;
+
+enum class protocol_t { send_recv, am, put, put_signal, get, get_signal };
+enum class local_comp_t { sync, cq, handler, counter, graph };
+
+const char* name_of(protocol_t protocol) {
+  switch (protocol) {
+    case protocol_t::send_recv: return "send/recv";
+    case protocol_t::am: return "am";
+    case protocol_t::put: return "put";
+    case protocol_t::put_signal: return "put with signal";
+    case protocol_t::get: return "get";
+    case protocol_t::get_signal: return "get with signal";
+  }
+  return "?";
+}
+
+const char* name_of(local_comp_t comp) {
+  switch (comp) {
+    case local_comp_t::sync: return "sync";
+    case local_comp_t::cq: return "cq";
+    case local_comp_t::handler: return "handler";
+    case local_comp_t::counter: return "counter";
+    case local_comp_t::graph: return "graph";
+  }
+  return "?";
+}
+
+struct case_t {
+  protocol_t protocol;
+  std::size_t size;
+  local_comp_t local;
+  bool zero_copy_am = false;  // am: the target's cq hands over packets
+  // send/recv: the send is COMP_NULL (fire-and-forget: a refused post goes
+  // to the backlog with a copy of its payload).
+  bool comp_null_send = false;
+  // The network refuses sends and takes locks at random, so protocol steps
+  // and posts go through the device's backlog.
+  bool hostile = false;
+};
+
+std::string name_of(const case_t& c) {
+  return std::string(name_of(c.protocol)) + " of " + std::to_string(c.size) + " bytes, " +
+         name_of(c.local) + (c.zero_copy_am ? ", zero_copy_am" : "") +
+         (c.comp_null_send ? ", COMP_NULL send" : "") + (c.hostile ? ", hostile network" : "");
+}
+
+// Local completions the handler kind has seen on this rank (fibers of one
+// thread: each rank has its own slot).
+int handled_count[2] = {0, 0};
+void count_handled(lci::status_t status) {
+  if (!status.is_done()) throw std::runtime_error("a handler got a failed status");
+  ++handled_count[lci::get_rank_me()];
+}
+
+constexpr int warmup_rounds = 16;
+constexpr int measured_rounds = 64;
+constexpr int rounds_total = warmup_rounds + measured_rounds;
+
+// What a rank holds for one case: its completion objects and buffers,
+// allocated before the warm-up (allocation at init is allowed).
+class peer_t {
+ public:
+  explicit peer_t(const case_t& c) : case_(c), me_(lci::get_rank_me()), peer_(1 - me_) {
+    out_.assign(c.size, static_cast<char>('a' + me_));
+    in_.assign(c.size, 0);
+    // Round k's put lands at k * size: a rank knows every put of its peer
+    // landed before it deregisters (wait_puts_landed()).
+    window_.assign(std::max<std::size_t>(1, c.size) * rounds_total, static_cast<char>('A' + me_));
+    switch (c.local) {
+      case local_comp_t::sync:
+        // One synchronizer per operation: a threshold-1 object takes one
+        // signal per round.
+        local_ = lci::alloc_sync();
+        second_sync_ = lci::alloc_sync();
+        break;
+      case local_comp_t::cq: local_ = lci::alloc_cq(); break;
+      case local_comp_t::handler: local_ = lci::alloc_handler(&count_handled); break;
+      case local_comp_t::counter: local_ = lci::alloc_counter(); break;
+      case local_comp_t::graph: local_ = lci::alloc_graph(); break;
+    }
+    remote_cq_ = lci::alloc_cq_x().zero_copy_am(c.zero_copy_am)();
+    rcomp_ = lci::register_rcomp(remote_cq_);
+    mr_ = lci::register_memory(window_.data(), window_.size());
+  }
+  ~peer_t() {
+    lci::deregister_memory(&mr_);
+    lci::free_comp(&remote_cq_);
+    if (case_.local == local_comp_t::sync) lci::free_comp(&second_sync_);
+    lci::free_comp(&local_);
+  }
+
+  void exchange_rmr(lci::sim::rank_env_t& env) {
+    const lci::rmr_t mine = lci::get_rmr(mr_);
+    lci::rmr_t all[2];
+    env.allgather(&mine, sizeof(mine), all);
+    peer_rmr_ = all[peer_];
+  }
+
+  // Plain puts tell the target nothing: it waits until each round's bytes
+  // are in its window before it deregisters the window.
+  void wait_puts_landed() {
+    if (case_.protocol != protocol_t::put || case_.size == 0) return;
+    for (int round = 0; round < rounds_total; ++round) {
+      const char* region = window_.data() + static_cast<std::size_t>(round) * case_.size;
+      while (*region != static_cast<char>('a' + peer_)) (void)lci::progress();
+    }
+  }
+
+  // One round: what each rank posts, and waiting for all of it.
+  void round() {
+    ++round_;
+    if (case_.local == local_comp_t::graph) {
+      run_graph_round();
+    } else {
+      wait_local(post_all());
+    }
+    wait_remote();
+  }
+
+  // Builds the graph the graph kind re-runs every round: one node per
+  // operation (graph_add_node_op sets each post's user_context to its node).
+  void build_graph() {
+    if (case_.local != local_comp_t::graph) return;
+    const std::size_t size = case_.size;
+    switch (case_.protocol) {
+      case protocol_t::send_recv:
+        lci::graph_add_node_op(local_, lci::post_recv_x(peer_, in_.data(), size, tag_, local_));
+        lci::graph_add_node_op(local_, lci::post_send_x(peer_, out_.data(), size, tag_, local_));
+        return;
+      default: require(false, "the graph kind is tested with send/recv only");
+    }
+  }
+
+ private:
+  std::uintptr_t put_disp() const { return static_cast<std::uintptr_t>(round_ - 1) * case_.size; }
+
+  // send/recv: a receive and a send; everything else: one operation.
+  int ops_count() const { return case_.protocol == protocol_t::send_recv ? 2 : 1; }
+
+  lci::status_t post_one(int op) {
+    const lci::comp_t comp = op == 1 && case_.local == local_comp_t::sync ? second_sync_ : local_;
+    const std::size_t size = case_.size;
+    switch (case_.protocol) {
+      case protocol_t::send_recv:
+        if (op == 0) return lci::post_recv(peer_, in_.data(), size, tag_, comp);
+        return lci::post_send(peer_, out_.data(), size, tag_,
+                              case_.comp_null_send ? lci::COMP_NULL : comp);
+      case protocol_t::am:
+        return lci::post_am_x(peer_, out_.data(), size, comp, rcomp_).tag(tag_)();
+      case protocol_t::put:
+        return lci::post_put(peer_, out_.data(), size, comp, put_disp(), peer_rmr_);
+      case protocol_t::put_signal:
+        return lci::post_put_x(peer_, out_.data(), size, comp, put_disp(), peer_rmr_)
+            .remote_comp(rcomp_)
+            .tag(tag_)();
+      case protocol_t::get: return lci::post_get(peer_, in_.data(), size, comp, 0, peer_rmr_);
+      case protocol_t::get_signal:
+        return lci::post_get_x(peer_, in_.data(), size, comp, 0, peer_rmr_)
+            .remote_comp(rcomp_)
+            .tag(tag_)();
+    }
+    return lci::status_t();
+  }
+
+  // Posts every operation of the round (progressing while one retries);
+  // returns which will signal their completion object (the others
+  // completed at once), one bit per operation.
+  unsigned post_all() {
+    unsigned posted = 0;
+    for (int op = 0; op < ops_count(); ++op) {
+      lci::status_t status;
+      while ((status = post_one(op)).is_retry()) (void)lci::progress();
+      const bool signals = !(op == 1 && case_.comp_null_send);
+      if (status.is_posted() && signals) posted |= 1u << op;
+    }
+    return posted;
+  }
+
+  void wait_local(unsigned posted_ops) {
+    const int posted = __builtin_popcount(posted_ops);
+    if (case_.local == local_comp_t::sync) {
+      if ((posted_ops & 1u) != 0) wait_sync(local_);
+      if ((posted_ops & 2u) != 0) wait_sync(second_sync_);
+      return;
+    }
+    int completed = 0;
+    while (completed < posted) {
+      (void)lci::progress();
+      switch (case_.local) {
+        case local_comp_t::cq:
+          if (!lci::cq_pop(local_).is_retry()) ++completed;
+          break;
+        case local_comp_t::handler: completed = handled_count[me_]; break;
+        case local_comp_t::counter: completed = static_cast<int>(lci::counter_get(local_)); break;
+        default: require(false, "wait_local: a kind waited for elsewhere");
+      }
+    }
+    handled_count[me_] = 0;
+    if (case_.local == local_comp_t::counter) lci::counter_set(local_, 0);
+  }
+
+  static void wait_sync(lci::comp_t sync) {
+    while (!lci::sync_test(sync, nullptr)) (void)lci::progress();
+  }
+
+  void run_graph_round() {
+    lci::graph_start(local_);
+    while (lci::graph_test(local_).is_retry()) (void)lci::progress();
+  }
+
+  // The peer's AM or signal, where the protocol sends one.
+  void wait_remote() {
+    const bool signalled = case_.protocol == protocol_t::am ||
+                           case_.protocol == protocol_t::put_signal ||
+                           case_.protocol == protocol_t::get_signal;
+    if (!signalled) return;
+    lci::status_t status;
+    while ((status = lci::cq_pop(remote_cq_)).is_retry()) (void)lci::progress();
+    // The message is built only on failure: a round itself allocates nothing.
+    if (!status.is_done() || status.rank != peer_)
+      require(false, name_of(case_) + ": wrong remote status");
+    if (case_.protocol != protocol_t::am || status.size == 0) return;
+    if (case_.zero_copy_am) {
+      lci::put_upacket(status.buffer);
+    } else {
+      std::free(status.buffer);  // the AM's buffer: the one allocation allowed
+    }
+  }
+
+  case_t case_;
+  int me_;
+  int peer_;
+  lci::tag_t tag_ = 7;
+  int round_ = 0;  // rounds started
+  std::vector<char> out_;
+  std::vector<char> in_;
+  std::vector<char> window_;
+  lci::comp_t local_;
+  lci::comp_t second_sync_;
+  lci::comp_t remote_cq_;
+  lci::rcomp_t rcomp_ = 0;
+  lci::mr_t mr_;
+  lci::rmr_t peer_rmr_;
+};
+
+// Counts the calling rank in `arrived` and progresses until both ranks are.
+void meet(int& arrived) {
+  ++arrived;
+  while (arrived < 2) (void)lci::progress();
+}
+
+// Allocations the runtime may make per round of `c`: an AM's buffer, on
+// the target, unless the target's object takes packets.
+std::int64_t allowed_per_round(const case_t& c) {
+  const bool copied_am = c.protocol == protocol_t::am && c.size > 0 && !c.zero_copy_am;
+  return copied_am ? 1 : 0;
+}
+
+// Runs warm-up and measured rounds of `c` on two ranks; returns the
+// allocations counted over the measured rounds (both ranks).
+std::int64_t count_allocations(const case_t& c) {
+  std::int64_t counted = 0;
+  int ranks_entered = 0;
+  int ranks_left = 0;
+  lci::sim::sweep_t sweep;
+  sweep.seeds_count = 1;
+  sweep.concurrent = false;
+  sweep.configure = [&c](lci::sim::run_options_t& options) {
+    options.log = false;
+    if (!c.hostile) return;
+    options.world.faults.rate(lci::sim::fault_kind_t::send_queue_full) = 0.3;
+    options.world.faults.rate(lci::sim::fault_kind_t::lock_busy) = 0.1;
+  };
+  const std::vector<lci::sim::run_report_t> reports =
+      lci::sim::expect_runs_ok(2, sweep, [&](lci::sim::rank_env_t& env) {
+        lci::g_runtime_init();
+        {
+          peer_t peer(c);
+          peer.exchange_rmr(env);
+          peer.build_graph();
+          env.barrier();
+          for (int round = 0; round < warmup_rounds; ++round) peer.round();
+          // The window opens when both ranks arrived and closes when both
+          // left, so it holds every measured round of both and nothing else;
+          // waiting at its edges is progress, runtime code that is counted too.
+          meet(ranks_entered);
+          if (ranks_entered == 2) {
+            allocations_count = 0;
+            counting = true;
+          }
+          for (int round = 0; round < measured_rounds; ++round) peer.round();
+          meet(ranks_left);
+          peer.wait_puts_landed();
+          if (counting) {
+            counting = false;
+            counted = allocations_count;
+          }
+          env.barrier();
+        }
+        lci::g_runtime_fina();
+      });
+  if (c.hostile) {
+    const auto refused = static_cast<std::size_t>(lci::sim::fault_kind_t::send_queue_full);
+    for (const lci::sim::run_report_t& report : reports) {
+      EXPECT_GT(report.faults_injected[refused], 0u)
+          << name_of(c) << ": the network refused nothing";
+    }
+  }
+  return counted;
+}
+
+std::vector<case_t> all_cases() {
+  // Sizes across the thresholds: inject, eager (buffer copy), rendezvous.
+  const std::size_t sizes[] = {8, 1024, 32 * 1024};
+  std::vector<case_t> cases;
+  for (std::size_t size : sizes) {
+    for (local_comp_t local : {local_comp_t::sync, local_comp_t::cq, local_comp_t::handler,
+                               local_comp_t::counter, local_comp_t::graph}) {
+      cases.push_back({protocol_t::send_recv, size, local});
+    }
+    cases.push_back({protocol_t::am, size, local_comp_t::sync});
+    cases.push_back({protocol_t::am, size, local_comp_t::cq});
+    for (protocol_t rma :
+         {protocol_t::put, protocol_t::put_signal, protocol_t::get, protocol_t::get_signal}) {
+      cases.push_back({rma, size, local_comp_t::sync});
+      cases.push_back({rma, size, local_comp_t::counter});
+    }
+  }
+  // Through the backlog: every protocol step and post the network refuses
+  // waits there, allocation-free too.
+  for (std::size_t size : sizes) {
+    cases.push_back({protocol_t::send_recv, size, local_comp_t::sync, false, false, true});
+    cases.push_back({protocol_t::am, size, local_comp_t::cq, false, false, true});
+    cases.push_back({protocol_t::put_signal, size, local_comp_t::sync, false, false, true});
+    cases.push_back({protocol_t::get_signal, size, local_comp_t::sync, false, false, true});
+  }
+  // COMP_NULL sends (eager only: a zero-copy one needs a completion object).
+  for (std::size_t size : {std::size_t{8}, std::size_t{1024}}) {
+    for (bool hostile : {false, true}) {
+      cases.push_back({protocol_t::send_recv, size, local_comp_t::sync, false, true, hostile});
+    }
+  }
+  // A zero_copy_am object takes AMs up to get_max_bcopy_size() in packets.
+  cases.push_back({protocol_t::am, 8, local_comp_t::sync, /*zero_copy_am=*/true});
+  cases.push_back({protocol_t::am, 1024, local_comp_t::sync, /*zero_copy_am=*/true});
+  return cases;
+}
+
+TEST(Allocations, NoneOnTheDataPath) {
+#if defined(LCI_ALLOC_TEST_SANITIZED)
+  GTEST_SKIP() << "a sanitizer owns malloc";
+#endif
+  LCI_SIM_ONLY("counts the simulated ranks' allocations");
+  for (const case_t& c : all_cases()) {
+    const std::int64_t counted = count_allocations(c);
+    const std::int64_t allowed = allowed_per_round(c) * 2 * measured_rounds;
+    EXPECT_EQ(counted, allowed) << name_of(c) << ": " << counted << " allocations in "
+                                << measured_rounds << " rounds (allowed: " << allowed << ")";
+  }
+}
+
+}  // namespace
