@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -151,7 +152,10 @@ constexpr int rounds_total = warmup_rounds + measured_rounds;
 // allocated before the warm-up (allocation at init is allowed).
 class peer_t {
  public:
-  explicit peer_t(const case_t& c) : case_(c), me_(lci::get_rank_me()), peer_(1 - me_) {
+  // `tag`: distinct for peers that run side by side (their messages must
+  // not match each other's receives).
+  explicit peer_t(const case_t& c, lci::tag_t tag = 7)
+      : case_(c), me_(lci::get_rank_me()), peer_(1 - me_), tag_(tag) {
     out_.assign(c.size, static_cast<char>('a' + me_));
     in_.assign(c.size, 0);
     // Round k's put lands at k * size: a rank knows every put of its peer
@@ -321,7 +325,7 @@ class peer_t {
   case_t case_;
   int me_;
   int peer_;
-  lci::tag_t tag_ = 7;
+  lci::tag_t tag_;
   int round_ = 0;  // rounds started
   std::vector<char> out_;
   std::vector<char> in_;
@@ -448,6 +452,121 @@ TEST(Allocations, NoneOnTheDataPath) {
     EXPECT_EQ(counted, allowed) << name_of(c) << ": " << counted << " allocations in "
                                 << measured_rounds << " rounds (allowed: " << allowed << ")";
   }
+}
+
+// Memory does not grow over a long run: rounds of every protocol in turn,
+// counted in windows of rounds after one warm-up window; every window
+// allocates nothing (an AM's buffer aside), so what the runtime holds is
+// what it held after the warm-up, however long the run.
+TEST(Allocations, NoGrowthOverALongRun) {
+#if defined(LCI_ALLOC_TEST_SANITIZED)
+  GTEST_SKIP() << "a sanitizer owns malloc";
+#endif
+  LCI_SIM_ONLY("counts the simulated ranks' allocations");
+  constexpr int windows_count = 8;
+  const std::vector<case_t> mix = {
+      {protocol_t::send_recv, 8, local_comp_t::cq},
+      {protocol_t::send_recv, 1024, local_comp_t::counter},
+      {protocol_t::send_recv, 32 * 1024, local_comp_t::sync},
+      {protocol_t::am, 1024, local_comp_t::sync, /*zero_copy_am=*/true},
+      {protocol_t::put_signal, 32 * 1024, local_comp_t::counter},
+      {protocol_t::get_signal, 1024, local_comp_t::sync},
+  };
+  std::vector<std::int64_t> per_window(windows_count, 0);
+  lci::sim::sweep_t sweep;
+  sweep.seeds_count = 1;
+  sweep.concurrent = false;
+  sweep.configure = [](lci::sim::run_options_t& options) { options.log = false; };
+  int ranks_entered[windows_count] = {};
+  int ranks_left[windows_count] = {};
+  lci::sim::expect_runs_ok(2, sweep, [&](lci::sim::rank_env_t& env) {
+    lci::g_runtime_init();
+    {
+      std::vector<std::unique_ptr<peer_t>> peers;
+      for (const case_t& c : mix) {
+        peers.push_back(std::make_unique<peer_t>(c, static_cast<lci::tag_t>(peers.size())));
+      }
+      for (auto& peer : peers) peer->exchange_rmr(env);
+      env.barrier();
+      for (int window = 0; window < windows_count; ++window) {
+        meet(ranks_entered[window]);
+        if (ranks_entered[window] == 2) {
+          allocations_count = 0;
+          counting = true;
+        }
+        // Each peer_t runs rounds_total rounds at most (its put regions).
+        for (int round = 0; round < rounds_total / windows_count; ++round) {
+          for (auto& peer : peers) peer->round();
+        }
+        meet(ranks_left[window]);
+        if (counting) {
+          counting = false;
+          per_window[static_cast<std::size_t>(window)] = allocations_count;
+        }
+      }
+      env.barrier();
+    }
+    lci::g_runtime_fina();
+  });
+  // Window 0 warms up (pools and the simulator's storage reach their size).
+  for (int window = 1; window < windows_count; ++window) {
+    EXPECT_EQ(per_window[static_cast<std::size_t>(window)], 0)
+        << "window " << window << " of " << rounds_total / windows_count << " rounds allocated";
+  }
+}
+
+// The pools bound what a device holds: with the simulator's 1024 requests
+// per device (sizing_for in lci/runtime/runtime_impl.cpp), the 1025th
+// receive waiting at once is refused with retry_nomem rather than
+// allocated; once messages complete receives, the pool serves posts again.
+TEST(Allocations, RequestPoolIsBounded) {
+  LCI_SIM_ONLY("the simulator's pool size");
+  constexpr int requests_max = 1024;
+  lci::sim::sweep_t sweep;
+  sweep.seeds_count = 1;
+  sweep.concurrent = false;
+  sweep.configure = [](lci::sim::run_options_t& options) { options.log = false; };
+  lci::sim::expect_runs_ok(2, sweep, [&](lci::sim::rank_env_t& env) {
+    lci::g_runtime_init();
+    lci::comp_t cq = lci::alloc_cq();
+    std::vector<char> in(static_cast<std::size_t>(requests_max) + 1);
+    char out = 'x';
+    if (lci::get_rank_me() == 0) {
+      for (int i = 0; i < requests_max; ++i) {
+        const lci::status_t status =
+            lci::post_recv(1, &in[static_cast<std::size_t>(i)], 1, static_cast<lci::tag_t>(i), cq);
+        require(status.is_posted(), "receive " + std::to_string(i) + " was not posted");
+      }
+      const lci::status_t refused = lci::post_recv(1, &in.back(), 1, requests_max, cq);
+      require(
+          refused.error.errorcode == lci::errorcode_t::retry_nomem,
+          "receive " + std::to_string(requests_max) + " past the pool: " + refused.error.get_str());
+    }
+    env.barrier();
+    if (lci::get_rank_me() == 1) {
+      for (int i = 0; i <= requests_max; ++i) {
+        (void)lci::runtime_test::post_retrying(
+            [&] { return lci::post_send(0, &out, 1, static_cast<lci::tag_t>(i), lci::COMP_NULL); });
+      }
+      // COMP_NULL sends the network refused wait in the backlog: sent by
+      // progress before this rank stops progressing at the barrier.
+      lci::wait_drained();
+    } else {
+      int completed = 0;
+      while (completed < requests_max) {
+        (void)lci::progress();
+        if (!lci::cq_pop(cq).is_retry()) ++completed;
+      }
+      // Back in the pool: the refused receive is taken now.
+      lci::status_t status = lci::runtime_test::post_retrying(
+          [&] { return lci::post_recv(1, &in.back(), 1, requests_max, cq); });
+      while (status.is_posted() && (status = lci::cq_pop(cq)).is_retry()) (void)lci::progress();
+      require(status.is_done() && in.back() == 'x', "the receive after the pool refilled");
+    }
+    env.barrier();
+    lci::free_comp(&cq);
+    lci::g_runtime_fina();
+  });
 }
 
 }  // namespace
