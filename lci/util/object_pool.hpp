@@ -29,6 +29,8 @@
 // installing a stale link (the ABA problem). Links live apart from the
 // slots, in atomics, so that a taker reading the link of a slot another
 // thread just took races with nothing that thread writes into its object.
+// Model-checked with Relacy (tests/util/object_pool_model_test.cpp), with
+// two broken variants it must catch: no version, and a relaxed give_back.
 #pragma once
 
 #include <cstddef>
@@ -39,6 +41,7 @@
 #include "lci/util/assert.hpp"
 #include "lci/util/atomic.hpp"
 #include "lci/util/cache.hpp"
+#include "lci/util/mutation.hpp"
 
 namespace lci::util {
 
@@ -75,8 +78,8 @@ class object_pool_t {
       const std::uint32_t next = links_[top - 1].load(util::mo_relaxed);
       // acquire on success: the object's last give_back() (its
       // destruction) happens before this taker constructs it. [T2]
-      if (head_.compare_exchange_weak(head, pack(version_of(head) + 1, next), util::mo_acquire,
-                                      util::mo_acquire)) {
+      if (head_.compare_exchange_strong(head, pack(next_version(head), next), util::mo_acquire,
+                                        util::mo_acquire)) {
         note_taken();
         return ::new (static_cast<void*>(slots_[top - 1].bytes)) T();
       }
@@ -98,9 +101,13 @@ class object_pool_t {
     while (true) {
       // relaxed: published by the release CAS below.
       links_[index].store(top_of(head), util::mo_relaxed);
-      // release: pairs with the acquires in take() [T1][T2]. [G]
-      if (head_.compare_exchange_weak(head, pack(version_of(head) + 1, index + 1), util::mo_release,
-                                      util::mo_relaxed)) {
+      // release: pairs with the acquires in take() [T1][T2]. [G] The broken
+      // variant "object_pool_relaxed_give_back" (model check only) drops
+      // it: the next taker's use of the object races with ours.
+      const util::memory_order order =
+          util::mutated("object_pool_relaxed_give_back") ? util::mo_relaxed : util::mo_release;
+      if (head_.compare_exchange_strong(head, pack(next_version(head), index + 1), order,
+                                        util::mo_relaxed)) {
         return;
       }
       // As in take(): a failure means another thread's operation succeeded.
@@ -132,6 +139,11 @@ class object_pool_t {
     return static_cast<std::uint32_t>(head >> 32);
   }
   static std::uint32_t top_of(std::uint64_t head) { return static_cast<std::uint32_t>(head); }
+  // The broken variant "object_pool_no_version" (model check only) keeps
+  // the version: the ABA interleaving then hands one slot to two takers.
+  static std::uint32_t next_version(std::uint64_t head) {
+    return version_of(head) + (util::mutated("object_pool_no_version") ? 0 : 1);
+  }
 
   void note_taken() {
     // relaxed: counts for tests and diagnostics, ordered by nothing.

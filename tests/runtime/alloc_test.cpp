@@ -30,6 +30,7 @@
 #include "lci.hpp"
 #include "sim/sim_harness_gtest.hpp"
 #include "tests/runtime/runtime_test_util.hpp"
+#include "tests/runtime/workload.hpp"
 
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 #define LCI_ALLOC_TEST_SANITIZED 1
@@ -91,36 +92,15 @@ namespace {
 
 using lci::runtime_test::require;
 
-enum class protocol_t { send_recv, am, put, put_signal, get, get_signal };
-enum class local_comp_t { sync, cq, handler, counter, graph };
-
-const char* name_of(protocol_t protocol) {
-  switch (protocol) {
-    case protocol_t::send_recv: return "send/recv";
-    case protocol_t::am: return "am";
-    case protocol_t::put: return "put";
-    case protocol_t::put_signal: return "put with signal";
-    case protocol_t::get: return "get";
-    case protocol_t::get_signal: return "get with signal";
-  }
-  return "?";
-}
-
-const char* name_of(local_comp_t comp) {
-  switch (comp) {
-    case local_comp_t::sync: return "sync";
-    case local_comp_t::cq: return "cq";
-    case local_comp_t::handler: return "handler";
-    case local_comp_t::counter: return "counter";
-    case local_comp_t::graph: return "graph";
-  }
-  return "?";
-}
+using lci::runtime_test::completion_t;
+using lci::runtime_test::get_completion_str;
+using lci::runtime_test::get_paradigm_str;
+using lci::runtime_test::paradigm_t;
 
 struct case_t {
-  protocol_t protocol;
+  paradigm_t protocol;
   std::size_t size;
-  local_comp_t local;
+  completion_t local;
   bool zero_copy_am = false;  // am: the target's cq hands over packets
   // send/recv: the send is COMP_NULL (fire-and-forget: a refused post goes
   // to the backlog with a copy of its payload).
@@ -131,8 +111,8 @@ struct case_t {
 };
 
 std::string name_of(const case_t& c) {
-  return std::string(name_of(c.protocol)) + " of " + std::to_string(c.size) + " bytes, " +
-         name_of(c.local) + (c.zero_copy_am ? ", zero_copy_am" : "") +
+  return std::string(get_paradigm_str(c.protocol)) + " of " + std::to_string(c.size) + " bytes, " +
+         get_completion_str(c.local) + (c.zero_copy_am ? ", zero_copy_am" : "") +
          (c.comp_null_send ? ", COMP_NULL send" : "") + (c.hostile ? ", hostile network" : "");
 }
 
@@ -162,16 +142,21 @@ class peer_t {
     // landed before it deregisters (wait_puts_landed()).
     window_.assign(std::max<std::size_t>(1, c.size) * rounds_total, static_cast<char>('A' + me_));
     switch (c.local) {
-      case local_comp_t::sync:
+      case completion_t::sync:
         // One synchronizer per operation: a threshold-1 object takes one
         // signal per round.
         local_ = lci::alloc_sync();
         second_sync_ = lci::alloc_sync();
         break;
-      case local_comp_t::cq: local_ = lci::alloc_cq(); break;
-      case local_comp_t::handler: local_ = lci::alloc_handler(&count_handled); break;
-      case local_comp_t::counter: local_ = lci::alloc_counter(); break;
-      case local_comp_t::graph: local_ = lci::alloc_graph(); break;
+      case completion_t::cq_lcrq:
+        local_ = lci::alloc_cq_x().cq_type(lci::attr_cq_type_t::lcrq)();
+        break;
+      case completion_t::cq_array:
+        local_ = lci::alloc_cq_x().cq_type(lci::attr_cq_type_t::array_atomic)();
+        break;
+      case completion_t::handler: local_ = lci::alloc_handler(&count_handled); break;
+      case completion_t::counter: local_ = lci::alloc_counter(); break;
+      case completion_t::graph: local_ = lci::alloc_graph(); break;
     }
     remote_cq_ = lci::alloc_cq_x().zero_copy_am(c.zero_copy_am)();
     rcomp_ = lci::register_rcomp(remote_cq_);
@@ -180,7 +165,7 @@ class peer_t {
   ~peer_t() {
     lci::deregister_memory(&mr_);
     lci::free_comp(&remote_cq_);
-    if (case_.local == local_comp_t::sync) lci::free_comp(&second_sync_);
+    if (case_.local == completion_t::sync) lci::free_comp(&second_sync_);
     lci::free_comp(&local_);
   }
 
@@ -194,7 +179,7 @@ class peer_t {
   // Plain puts tell the target nothing: it waits until each round's bytes
   // are in its window before it deregisters the window.
   void wait_puts_landed() {
-    if (case_.protocol != protocol_t::put || case_.size == 0) return;
+    if (case_.protocol != paradigm_t::put || case_.size == 0) return;
     for (int round = 0; round < rounds_total; ++round) {
       const char* region = window_.data() + static_cast<std::size_t>(round) * case_.size;
       while (*region != static_cast<char>('a' + peer_)) (void)lci::progress();
@@ -204,7 +189,7 @@ class peer_t {
   // One round: what each rank posts, and waiting for all of it.
   void round() {
     ++round_;
-    if (case_.local == local_comp_t::graph) {
+    if (case_.local == completion_t::graph) {
       run_graph_round();
     } else {
       wait_local(post_all());
@@ -215,10 +200,10 @@ class peer_t {
   // Builds the graph the graph kind re-runs every round: one node per
   // operation (graph_add_node_op sets each post's user_context to its node).
   void build_graph() {
-    if (case_.local != local_comp_t::graph) return;
+    if (case_.local != completion_t::graph) return;
     const std::size_t size = case_.size;
     switch (case_.protocol) {
-      case protocol_t::send_recv:
+      case paradigm_t::send_recv:
         lci::graph_add_node_op(local_, lci::post_recv_x(peer_, in_.data(), size, tag_, local_));
         lci::graph_add_node_op(local_, lci::post_send_x(peer_, out_.data(), size, tag_, local_));
         return;
@@ -230,26 +215,26 @@ class peer_t {
   std::uintptr_t put_disp() const { return static_cast<std::uintptr_t>(round_ - 1) * case_.size; }
 
   // send/recv: a receive and a send; everything else: one operation.
-  int ops_count() const { return case_.protocol == protocol_t::send_recv ? 2 : 1; }
+  int ops_count() const { return case_.protocol == paradigm_t::send_recv ? 2 : 1; }
 
   lci::status_t post_one(int op) {
-    const lci::comp_t comp = op == 1 && case_.local == local_comp_t::sync ? second_sync_ : local_;
+    const lci::comp_t comp = op == 1 && case_.local == completion_t::sync ? second_sync_ : local_;
     const std::size_t size = case_.size;
     switch (case_.protocol) {
-      case protocol_t::send_recv:
+      case paradigm_t::send_recv:
         if (op == 0) return lci::post_recv(peer_, in_.data(), size, tag_, comp);
         return lci::post_send(peer_, out_.data(), size, tag_,
                               case_.comp_null_send ? lci::COMP_NULL : comp);
-      case protocol_t::am:
+      case paradigm_t::am:
         return lci::post_am_x(peer_, out_.data(), size, comp, rcomp_).tag(tag_)();
-      case protocol_t::put:
+      case paradigm_t::put:
         return lci::post_put(peer_, out_.data(), size, comp, put_disp(), peer_rmr_);
-      case protocol_t::put_signal:
+      case paradigm_t::put_signal:
         return lci::post_put_x(peer_, out_.data(), size, comp, put_disp(), peer_rmr_)
             .remote_comp(rcomp_)
             .tag(tag_)();
-      case protocol_t::get: return lci::post_get(peer_, in_.data(), size, comp, 0, peer_rmr_);
-      case protocol_t::get_signal:
+      case paradigm_t::get: return lci::post_get(peer_, in_.data(), size, comp, 0, peer_rmr_);
+      case paradigm_t::get_signal:
         return lci::post_get_x(peer_, in_.data(), size, comp, 0, peer_rmr_)
             .remote_comp(rcomp_)
             .tag(tag_)();
@@ -273,7 +258,7 @@ class peer_t {
 
   void wait_local(unsigned posted_ops) {
     const int posted = __builtin_popcount(posted_ops);
-    if (case_.local == local_comp_t::sync) {
+    if (case_.local == completion_t::sync) {
       if ((posted_ops & 1u) != 0) wait_sync(local_);
       if ((posted_ops & 2u) != 0) wait_sync(second_sync_);
       return;
@@ -282,16 +267,17 @@ class peer_t {
     while (completed < posted) {
       (void)lci::progress();
       switch (case_.local) {
-        case local_comp_t::cq:
+        case completion_t::cq_lcrq:
+        case completion_t::cq_array:
           if (!lci::cq_pop(local_).is_retry()) ++completed;
           break;
-        case local_comp_t::handler: completed = handled_count[me_]; break;
-        case local_comp_t::counter: completed = static_cast<int>(lci::counter_get(local_)); break;
+        case completion_t::handler: completed = handled_count[me_]; break;
+        case completion_t::counter: completed = static_cast<int>(lci::counter_get(local_)); break;
         default: require(false, "wait_local: a kind waited for elsewhere");
       }
     }
     handled_count[me_] = 0;
-    if (case_.local == local_comp_t::counter) lci::counter_set(local_, 0);
+    if (case_.local == completion_t::counter) lci::counter_set(local_, 0);
   }
 
   static void wait_sync(lci::comp_t sync) {
@@ -305,16 +291,16 @@ class peer_t {
 
   // The peer's AM or signal, where the protocol sends one.
   void wait_remote() {
-    const bool signalled = case_.protocol == protocol_t::am ||
-                           case_.protocol == protocol_t::put_signal ||
-                           case_.protocol == protocol_t::get_signal;
+    const bool signalled = case_.protocol == paradigm_t::am ||
+                           case_.protocol == paradigm_t::put_signal ||
+                           case_.protocol == paradigm_t::get_signal;
     if (!signalled) return;
     lci::status_t status;
     while ((status = lci::cq_pop(remote_cq_)).is_retry()) (void)lci::progress();
     // The message is built only on failure: a round itself allocates nothing.
     if (!status.is_done() || status.rank != peer_)
       require(false, name_of(case_) + ": wrong remote status");
-    if (case_.protocol != protocol_t::am || status.size == 0) return;
+    if (case_.protocol != paradigm_t::am || status.size == 0) return;
     if (case_.zero_copy_am) {
       lci::put_upacket(status.buffer);
     } else {
@@ -347,7 +333,7 @@ void meet(int& arrived) {
 // Allocations the runtime may make per round of `c`: an AM's buffer, on
 // the target, unless the target's object takes packets.
 std::int64_t allowed_per_round(const case_t& c) {
-  const bool copied_am = c.protocol == protocol_t::am && c.size > 0 && !c.zero_copy_am;
+  const bool copied_am = c.protocol == paradigm_t::am && c.size > 0 && !c.zero_copy_am;
   return copied_am ? 1 : 0;
 }
 
@@ -409,35 +395,35 @@ std::vector<case_t> all_cases() {
   const std::size_t sizes[] = {8, 1024, 32 * 1024};
   std::vector<case_t> cases;
   for (std::size_t size : sizes) {
-    for (local_comp_t local : {local_comp_t::sync, local_comp_t::cq, local_comp_t::handler,
-                               local_comp_t::counter, local_comp_t::graph}) {
-      cases.push_back({protocol_t::send_recv, size, local});
+    for (completion_t local : {completion_t::sync, completion_t::cq_lcrq, completion_t::cq_array,
+                               completion_t::handler, completion_t::counter, completion_t::graph}) {
+      cases.push_back({paradigm_t::send_recv, size, local});
     }
-    cases.push_back({protocol_t::am, size, local_comp_t::sync});
-    cases.push_back({protocol_t::am, size, local_comp_t::cq});
-    for (protocol_t rma :
-         {protocol_t::put, protocol_t::put_signal, protocol_t::get, protocol_t::get_signal}) {
-      cases.push_back({rma, size, local_comp_t::sync});
-      cases.push_back({rma, size, local_comp_t::counter});
+    cases.push_back({paradigm_t::am, size, completion_t::sync});
+    cases.push_back({paradigm_t::am, size, completion_t::cq_lcrq});
+    for (paradigm_t rma :
+         {paradigm_t::put, paradigm_t::put_signal, paradigm_t::get, paradigm_t::get_signal}) {
+      cases.push_back({rma, size, completion_t::sync});
+      cases.push_back({rma, size, completion_t::counter});
     }
   }
   // Through the backlog: every protocol step and post the network refuses
   // waits there, allocation-free too.
   for (std::size_t size : sizes) {
-    cases.push_back({protocol_t::send_recv, size, local_comp_t::sync, false, false, true});
-    cases.push_back({protocol_t::am, size, local_comp_t::cq, false, false, true});
-    cases.push_back({protocol_t::put_signal, size, local_comp_t::sync, false, false, true});
-    cases.push_back({protocol_t::get_signal, size, local_comp_t::sync, false, false, true});
+    cases.push_back({paradigm_t::send_recv, size, completion_t::sync, false, false, true});
+    cases.push_back({paradigm_t::am, size, completion_t::cq_lcrq, false, false, true});
+    cases.push_back({paradigm_t::put_signal, size, completion_t::sync, false, false, true});
+    cases.push_back({paradigm_t::get_signal, size, completion_t::sync, false, false, true});
   }
   // COMP_NULL sends (eager only: a zero-copy one needs a completion object).
   for (std::size_t size : {std::size_t{8}, std::size_t{1024}}) {
     for (bool hostile : {false, true}) {
-      cases.push_back({protocol_t::send_recv, size, local_comp_t::sync, false, true, hostile});
+      cases.push_back({paradigm_t::send_recv, size, completion_t::sync, false, true, hostile});
     }
   }
   // A zero_copy_am object takes AMs up to get_max_bcopy_size() in packets.
-  cases.push_back({protocol_t::am, 8, local_comp_t::sync, /*zero_copy_am=*/true});
-  cases.push_back({protocol_t::am, 1024, local_comp_t::sync, /*zero_copy_am=*/true});
+  cases.push_back({paradigm_t::am, 8, completion_t::sync, /*zero_copy_am=*/true});
+  cases.push_back({paradigm_t::am, 1024, completion_t::sync, /*zero_copy_am=*/true});
   return cases;
 }
 
@@ -465,12 +451,12 @@ TEST(Allocations, NoGrowthOverALongRun) {
   LCI_SIM_ONLY("counts the simulated ranks' allocations");
   constexpr int windows_count = 8;
   const std::vector<case_t> mix = {
-      {protocol_t::send_recv, 8, local_comp_t::cq},
-      {protocol_t::send_recv, 1024, local_comp_t::counter},
-      {protocol_t::send_recv, 32 * 1024, local_comp_t::sync},
-      {protocol_t::am, 1024, local_comp_t::sync, /*zero_copy_am=*/true},
-      {protocol_t::put_signal, 32 * 1024, local_comp_t::counter},
-      {protocol_t::get_signal, 1024, local_comp_t::sync},
+      {paradigm_t::send_recv, 8, completion_t::cq_lcrq},
+      {paradigm_t::send_recv, 1024, completion_t::counter},
+      {paradigm_t::send_recv, 32 * 1024, completion_t::sync},
+      {paradigm_t::am, 1024, completion_t::sync, /*zero_copy_am=*/true},
+      {paradigm_t::put_signal, 32 * 1024, completion_t::counter},
+      {paradigm_t::get_signal, 1024, completion_t::sync},
   };
   std::vector<std::int64_t> per_window(windows_count, 0);
   lci::sim::sweep_t sweep;
