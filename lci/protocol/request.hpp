@@ -29,6 +29,7 @@ namespace lci::detail {
 
 class comp_impl_t;
 class device_impl_t;
+struct device_pools_t;
 
 // Counts a request among its device's operations in flight (what
 // test_drained() asks) from arm() until disarm() or the request's deletion,
@@ -105,9 +106,10 @@ struct request_t {
 // An incoming send that found no posted receive: stored in the matching
 // table until a receive takes it.
 struct unexpected_t {
-  // The device whose pool it came from (the arrival's): a receive posted
-  // on another device may take it.
-  device_impl_t* home = nullptr;
+  // The pools it came from (its arrival's device's, which the runtime keeps
+  // past that device): a receive posted on another device may take it, or
+  // one posted after its device closed.
+  device_pools_t* home = nullptr;
   bool is_rts = false;
   int rank = -1;
   tag_t tag = 0;

@@ -14,7 +14,7 @@
 //                first pre-posted receives, and (from the runtime, which
 //                keeps them) its pools of requests and unexpected-message
 //                records. Nothing after that on the data path.
-// Limits:        pools_t's bounds; an empty pool is retry for a post and a
+// Limits:        device_pools_t's bounds; an empty pool is retry for a post and a
 //                backlogged arrival for progress (docs/design/runtime.md,
 //                "Pools").
 #pragma once
@@ -134,7 +134,7 @@ class device_impl_t {
   // A record for an arrival of this device, or nullptr as take_request().
   [[nodiscard]] unexpected_t* take_unexpected() {
     unexpected_t* message = pools_->unexpected.take();
-    if (message != nullptr) message->home = this;
+    if (message != nullptr) message->home = pools_;
     return message;
   }
   // A record for a post the backlog takes over (post_comm). Throws
@@ -146,10 +146,7 @@ class device_impl_t {
   static void give_back(request_t* request) {
     request->device->pools_->requests.give_back(request);
   }
-  static void give_back(unexpected_t* message) {
-    message->home->pools_->unexpected.give_back(message);
-  }
-  const device_pools_t& pools() const { return *pools_; }
+  static void give_back(unexpected_t* message) { message->home->unexpected.give_back(message); }
 
   // Counts `request` among the operations in flight (in_flight_mark_t).
   void mark_in_flight(request_t* request) { request->in_flight.arm(&in_flight_count_); }
