@@ -2,6 +2,7 @@
 // the overflow list that keeps the bounded array from losing a status.
 #include "lci/comp/cq.hpp"
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 
@@ -31,7 +32,10 @@ cq_impl_t::cq_impl_t(cq_kind_t kind, int default_length)
       array_(kind == cq_kind_t::array_atomic
                  ? std::make_unique<cq::faa_array_t>(static_cast<std::size_t>(
                        checked_length(kind, default_length)))
-                 : nullptr) {
+                 : nullptr),
+      // lcrq ignores default_length as a capacity, not as the statuses it
+      // queues without allocating.
+      nodes_(static_cast<std::size_t>(std::max(1, default_length))) {
   LCI_ASSERT((lcrq_ == nullptr) != (array_ == nullptr),
              "a completion queue wraps exactly one queue");
 }
@@ -50,8 +54,23 @@ cq_impl_t::~cq_impl_t() {
              "completion queue count not zero after draining it at teardown");
 }
 
+cq_impl_t::status_node_t* cq_impl_t::make_node(const status_t& status) {
+  status_node_t* node = nodes_.take();
+  if (node == nullptr) node = new status_node_t;  // past default_length (see Allocation)
+  node->status = status;
+  return node;
+}
+
+void cq_impl_t::free_node(status_node_t* node) {
+  if (nodes_.owns(node)) {
+    nodes_.give_back(node);
+  } else {
+    delete node;
+  }
+}
+
 void cq_impl_t::signal(status_t status) {
-  auto* node = new status_node_t(status);
+  status_node_t* node = make_node(status);
   // [Q1] relaxed: a count; the status itself travels through the queue's
   // own ordering. Coherence makes a pop that happens after this signal read
   // this increment (or a later value) at [Q3].
@@ -76,7 +95,7 @@ status_t cq_impl_t::pop() {
   LCI_ASSERT(queued > 0, "a status popped that no signal counted");
   LCI_DEBUG_ASSERT(node->next == nullptr, "a queued status is still linked");
   const status_t status = node->status;
-  delete node;
+  free_node(node);
   return status;
 }
 

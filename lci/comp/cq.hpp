@@ -14,9 +14,12 @@
 //                still queued at destruction are discarded (the buffers they
 //                name are not freed).
 // Allocation:    at construction the queue (array_atomic: default_length
-//                slots). On the data path one status_node_t per signal(),
-//                from the signalling thread's cache (util::thread_cached_t),
-//                deleted by the pop() that returns it.
+//                slots) and a pool of default_length status nodes. On the
+//                data path none while at most default_length statuses are
+//                queued: signal() takes a node from the pool, the pop()
+//                that returns it gives it back. Past that (nobody pops) a
+//                signal allocates its node rather than lose the status or
+//                fail: a completion cannot be refused.
 // Limits:        array_atomic: 1 <= default_length <= default_length_max
 //                (std::invalid_argument otherwise); beyond default_length
 //                queued statuses, signal() spills into a spinlock-protected
@@ -44,8 +47,8 @@
 #include "lci/cq/cq_lcrq.hpp"
 #include "lci/util/atomic.hpp"
 #include "lci/util/cache.hpp"
+#include "lci/util/object_pool.hpp"
 #include "lci/util/spinlock.hpp"
-#include "lci/util/thread_cache.hpp"
 
 namespace lci::detail {
 
@@ -71,11 +74,13 @@ class cq_impl_t final : public comp_impl_t {
  private:
   // A queued status: what the wrapped queues hold (as void*), and a link
   // for the overflow list.
-  struct status_node_t : util::thread_cached_t<status_node_t> {
-    explicit status_node_t(const status_t& queued) : status(queued) {}
+  struct status_node_t {
     status_t status;
     status_node_t* next = nullptr;
   };
+  // A node holding `status`: from the pool, or allocated past its bound.
+  status_node_t* make_node(const status_t& status);
+  void free_node(status_node_t* node);
 
   void push_array(status_node_t* node);
   void spill(status_node_t* node);
@@ -86,6 +91,7 @@ class cq_impl_t final : public comp_impl_t {
   const std::unique_ptr<cq::lcrq_t> lcrq_;  // kind lcrq, else null
   const std::unique_ptr<cq::faa_array_t>
       array_;  // kind array_atomic, else null
+  util::object_pool_t<status_node_t> nodes_;  // default_length nodes
 
   // The overflow list (array_atomic only). spilled_pending_ (its length) is
   // polled by every signal and pop on the fast path, but written only on the

@@ -27,7 +27,7 @@ sync_impl_t::sync_impl_t(int threshold)
     : comp_impl_t(comp_kind_t::sync),
       flag_(flag_empty),
       threshold_(checked_threshold(threshold)),
-      slots_(new util::var<status_t>[threshold_]) {}
+      slots_(threshold_ == 1 ? &one_slot_ : new util::var<status_t>[threshold_]) {}
 
 sync_impl_t::~sync_impl_t() {
   // relaxed: teardown; nothing runs concurrently (the owner's contract).
@@ -36,7 +36,7 @@ sync_impl_t::~sync_impl_t() {
   LCI_ASSERT(claimed_.value.load(util::mo_relaxed) ==
                  filled_.value.load(util::mo_relaxed),  // relaxed: teardown
              "synchronizer destroyed while a signal is recording");
-  delete[] slots_;
+  if (slots_ != &one_slot_) delete[] slots_;
 }
 
 void sync_impl_t::signal(status_t status) {

@@ -13,7 +13,10 @@
 //                copies, two resets).
 // Ownership:     statuses are copied in and copied out; a buffer a status
 //                names passes to whoever test() gives the status to.
-// Allocation:    the slot array (threshold statuses), once, at construction.
+// Allocation:    the slot array (threshold statuses), once, at construction;
+//                none for threshold 1, whose one slot is a member (a post
+//                with allow_posted = false waits on such a synchronizer on
+//                the stack: lci/protocol/post_ops.cpp).
 // Limits:        1 <= threshold <= threshold_max (std::invalid_argument
 //                otherwise). The (threshold + 1)-th signal of a round
 //                (before the test() that resets) fails an LCI_ASSERT.
@@ -95,6 +98,7 @@ class sync_impl_t final : public comp_impl_t {
   // fields below, which the same threads read on every call.
   alignas(util::cache_line_bytes) util::atomic<std::uint8_t> flag_;
   const int threshold_;
+  util::var<status_t> one_slot_;      // the slot when threshold == 1
   util::var<status_t>* const slots_;  // threshold entries
 };
 

@@ -32,9 +32,10 @@ union status_batch_t {
                            std::to_string(status.rank) + ": " + why);
 }
 
-// An arrival whose handler found no packet for what it must keep (possible
-// only for an arrival in a receive region): it waits in the backlog, its
-// bytes held, until a packet is free.
+// An arrival whose handler found no packet for what it must keep (an
+// arrival in a receive region) or no free unexpected-message record: it
+// waits in the backlog, its bytes held, until one is free — the device's
+// back-pressure, which loses nothing.
 void dispatch_eager(device_impl_t& device, arrival_t& arrival, protocol::msg_type_t type) {
   if (handle_eager(device, arrival, type)) return;
   arrival.detach();
@@ -44,6 +45,16 @@ void dispatch_eager(device_impl_t& device, arrival_t& arrival, protocol::msg_typ
     if (handle_eager(*device_ptr, retried, type)) return errorcode_t::done;
     retried.detach();
     return errorcode_t::retry_nopacket;
+  });
+}
+
+// An RTS that found its device's pool of records (requests, unexpected
+// messages) empty waits in the backlog until a finished operation gives
+// one back.
+void dispatch_rts(device_impl_t& device, int rank, const rts_t& rts) {
+  device_impl_t* const device_ptr = &device;
+  (void)device.run_or_backlog([device_ptr, rank, rts]() -> error_t {
+    return handle_rts(*device_ptr, rank, rts) ? errorcode_t::done : errorcode_t::retry_nomem;
   });
 }
 
@@ -78,7 +89,7 @@ void dispatch_arrival(device_impl_t& device, const backend::net_status_t& status
                                              device.net().attr().max_msg_size, &rts);
       arrival.release();
       if (why != nullptr) throw_corrupt("RTS", status, why);
-      handle_rts(device, status.rank, rts);
+      dispatch_rts(device, status.rank, rts);
       return;
     }
     case protocol::msg_type_t::rtr: {

@@ -19,9 +19,9 @@ status_t status_of(const post_args_t& args) {
 }
 
 request_t* new_request(const post_args_t& args, request_kind_t kind) {
-  auto* request = new request_t;
+  request_t* request = args.device->take_request();
+  if (request == nullptr) return nullptr;
   request->kind = kind;
-  request->device = args.device;
   request->comp = args.comp;
   request->status = status_of(args);
   request->mr = args.mr;
@@ -51,7 +51,7 @@ void complete_request(request_t* request, errorcode_t code) {
   comp_impl_t* comp = request->comp;
   status_t status = request->status;
   status.error = code;
-  delete request;
+  device_impl_t::give_back(request);
   if (comp != nullptr) comp->signal(status);
 }
 

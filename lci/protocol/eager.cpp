@@ -62,20 +62,23 @@ protocol::msg_fields_t fields_of_post(const post_args_t& args, bool is_am) {
 error_t send_control(device_impl_t& device, int rank, const void* data, std::size_t size,
                      std::uint32_t imm) {
   if (size <= device.inject_size_max()) return device.net().post_sends(rank, data, size, imm);
+  request_t* request = device.take_request();
+  if (request == nullptr) return errorcode_t::retry_nomem;
   void* packet = device.packet_pool()->pool.get();
-  if (packet == nullptr) return errorcode_t::retry_nopacket;
+  if (packet == nullptr) {
+    device_impl_t::give_back(request);
+    return errorcode_t::retry_nopacket;
+  }
   LCI_ASSERT(size <= device.packet_payload_max(), "control message over a packet");
   std::memcpy(packet, data, size);
-  auto* request = new request_t;
   request->kind = request_kind_t::send_eager;
-  request->device = &device;
   request->packet = packet;
   device.mark_in_flight(request);
   const error_t error =
       device.net().post_send(rank, packet, size, backend::net_mr_t{}, imm, request);
   if (!error.is_done() && !error.is_posted()) {
     request->packet = nullptr;
-    delete request;
+    device_impl_t::give_back(request);
     device.packet_pool()->pool.put(packet);
   }
   return error;
@@ -101,12 +104,16 @@ status_t post_send_or_am(const post_args_t& args, bool is_am) {
   }
   const bool network_semantic = args.comp_semantic == comp_semantic_t::network;
   // Buffer-copy: through a packet the network returns at its completion.
+  request_t* request = new_request(args, request_kind_t::send_eager);
+  if (request == nullptr) return status_t(errorcode_t::retry_nomem);
   void* packet = device.packet_pool()->pool.get();
-  if (packet == nullptr) return status_t(errorcode_t::retry_nopacket);
+  if (packet == nullptr) {
+    device_impl_t::give_back(request);
+    return status_t(errorcode_t::retry_nopacket);
+  }
   auto* bytes = static_cast<std::byte*>(packet);
   if (encoded.header) std::memcpy(bytes, &encoded.header_bytes, header_bytes);
   if (args.size > 0) std::memcpy(bytes + header_bytes, args.buffer, args.size);
-  request_t* request = new_request(args, request_kind_t::send_eager);
   request->packet = packet;
   // Memory semantic: the operation completes below; the packet's own
   // completion only returns the packet.
@@ -115,7 +122,7 @@ status_t post_send_or_am(const post_args_t& args, bool is_am) {
                                                encoded.imm, request);
   if (!error.is_done() && !error.is_posted()) {
     request->packet = nullptr;
-    delete request;
+    device_impl_t::give_back(request);
     device.packet_pool()->pool.put(packet);
     return status_t(error);
   }
@@ -141,10 +148,15 @@ bool is_eager_message(matching_entry_val_t value) {
 // message, or stores nothing and returns retry (a waiting rendezvous
 // message stays too, for a receive that may be posted).
 status_t recv_at_once(const post_args_t& args, matching_entry_key_t key) {
+  // Taken before the message: a message taken is never put back.
+  request_t* request = new_request(args, request_kind_t::recv);
+  if (request == nullptr) return status_t(errorcode_t::retry_nomem);
   void* value =
       args.matching_engine->table.take_if(key, matching_entry_type_t::recv, is_eager_message);
-  if (value == nullptr) return status_t(errorcode_t::retry);
-  request_t* request = new_request(args, request_kind_t::recv);
+  if (value == nullptr) {
+    device_impl_t::give_back(request);
+    return status_t(errorcode_t::retry);
+  }
   request->capacity = args.size;
   const status_t status = match_receive(*args.device, request, static_cast<unexpected_t*>(value),
                                         /*signal=*/false);
@@ -171,6 +183,7 @@ status_t post_recv_matched(const post_args_t& args) {
       matching_key(engine, args.rank, args.tag, args.matching_policy);
   if (at_once_only(args)) return recv_at_once(args, key);
   request_t* request = new_request(args, request_kind_t::recv);
+  if (request == nullptr) return status_t(errorcode_t::retry_nomem);
   request->capacity = args.size;
   // A receive that names its source waits on that peer: watched before the
   // table publishes it, so the peer's crash fails it (wildcards, and
@@ -180,7 +193,7 @@ status_t post_recv_matched(const post_args_t& args) {
                            args.matching_policy == matching_policy_t::rank_tag);
   runtime_impl_t& runtime = *args.device->runtime();
   if (names_peer && !runtime.watch(request)) {
-    delete request;
+    device_impl_t::give_back(request);
     runtime.check_peer_alive(args.rank);  // throws: it died since check_args
   }
   const matching::insert_result_t result =
@@ -191,7 +204,7 @@ status_t post_recv_matched(const post_args_t& args) {
     case matching::insert_kind_t::retry_nomem:
       // Unshared; a crash that failed it meanwhile signalled its comp.
       if (!runtime.unwatch(request)) return status_t(errorcode_t::posted);
-      delete request;
+      device_impl_t::give_back(request);
       return status_t(errorcode_t::retry_nomem);
     case matching::insert_kind_t::matched:
       break;
@@ -214,7 +227,7 @@ namespace {
 // fatal; a crashed sender's data is not trusted to be whole).
 status_t drop_message(device_impl_t& device, unexpected_t* message) {
   if (message->packet != nullptr) device.packet_pool()->pool.put(message->packet);
-  delete message;
+  device_impl_t::give_back(message);
   return status_t(errorcode_t::posted);
 }
 }  // namespace
@@ -230,7 +243,7 @@ status_t match_receive(device_impl_t& device, request_t* recv, unexpected_t* mes
   if (message->is_rts) {
     const rts_t rts = message->rts;
     const int rank = message->rank;
-    delete message;
+    device_impl_t::give_back(message);
     const std::size_t capacity = recv->capacity;
     if (message_size <= capacity) {
       recv->status.size = message_size;
@@ -251,14 +264,14 @@ status_t match_receive(device_impl_t& device, request_t* recv, unexpected_t* mes
   if (message->packet != nullptr) device.packet_pool()->pool.put(message->packet);
   const int rank = message->rank;
   const tag_t tag = message->tag;
-  delete message;
+  device_impl_t::give_back(message);
   const std::size_t capacity = recv->capacity;
   status_t status = recv->status;
   status.error = errorcode_t::done;
   if (signal) {
     complete_request(recv, errorcode_t::done);
   } else {
-    delete recv;
+    device_impl_t::give_back(recv);
   }
   if (message_size > capacity) throw_truncated(message_size, rank, tag, capacity);
   return status;
@@ -333,7 +346,10 @@ bool handle_eager(device_impl_t& device, arrival_t& arrival, protocol::msg_type_
   }
   const matching_entry_key_t key =
       matching_key(*engine, net_status.rank, fields.tag, fields.policy);
-  auto* message = new unexpected_t;
+  // No record free: the arrival waits in the backlog (dispatch_eager),
+  // holding its bytes, until a receive gives one back.
+  unexpected_t* message = device.take_unexpected();
+  if (message == nullptr) return false;
   message->rank = net_status.rank;
   message->tag = fields.tag;
   message->size = size;
@@ -350,7 +366,7 @@ bool handle_eager(device_impl_t& device, arrival_t& arrival, protocol::msg_type_
   }
   const arrival_t::kept_t kept = arrival.keep(data, size);
   if (kept.packet == nullptr) {
-    delete message;
+    device_impl_t::give_back(message);
     return false;
   }
   message->packet = kept.packet;

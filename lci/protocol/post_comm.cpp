@@ -5,6 +5,7 @@
 #include "lci/protocol/protocol.hpp"
 #include "lci/runtime/device_impl.hpp"
 #include "lci/runtime/runtime_impl.hpp"
+#include "lci/util/assert.hpp"
 
 namespace lci::detail {
 
@@ -45,34 +46,48 @@ void check_args(const post_args_t& args) {
   }
 }
 
+// Table 1: which protocol runs the operation.
+status_t run_operation(const post_args_t& args) {
+  if (!args.rmr.is_empty()) {
+    return args.direction == direction_t::OUT ? post_put(args) : post_get(args);
+  }
+  if (args.direction == direction_t::IN) return post_recv_matched(args);
+  return post_send_or_am(args, args.remote_comp != 0);
+}
+
+// The record of a post that left the backlog (ran to an outcome or threw).
+void release_deferred(device_impl_t& device, deferred_post_t* post) { device.give_back(post); }
+
 }  // namespace
 
 status_t post_comm(const post_args_t& args) {
   check_args(args);
-  const bool has_rmr = !args.rmr.is_empty();
   LCI_ASSERT(args.allow_posted || (at_once_only(args) && args.direction == direction_t::IN &&
-                                   !has_rmr),
+                                   args.rmr.is_empty()),
              "allow_posted = false reached post_comm for an operation other than a receive "
              "that may retry (post_ops.cpp waits for those)");
-  auto run = [has_rmr](const post_args_t& a) -> status_t {
-    if (has_rmr) return a.direction == direction_t::OUT ? post_put(a) : post_get(a);
-    if (a.direction == direction_t::IN) return post_recv_matched(a);
-    return post_send_or_am(a, a.remote_comp != 0);
-  };
-  status_t status = run(args);
+  status_t status = run_operation(args);
   if (!status.is_retry() || args.allow_retry) return status;
   // Retry is not allowed: the backlog re-runs the operation until the
   // network takes it; its completion object is signalled as usual.
-  post_args_t deferred = args;
-  deferred.allow_done = false;
-  deferred.allow_posted = true;  // the backlog completes it later anyway
-  deferred.allow_retry = true;
-  // Every operation here has a completion object (post_ops.cpp gives
-  // COMP_NULL's its own and waits for it), which tells the caller when the
-  // backlog is done with the buffer.
   LCI_ASSERT(args.comp != nullptr, "an operation without a completion object went to the backlog");
-  const error_t error = args.device->run_or_backlog([deferred, run]() -> error_t {
-    return run(deferred).error;
+  device_impl_t& device = *args.device;
+  deferred_post_t* post = device.take_deferred_post();
+  post->args = args;
+  post->args.allow_done = false;
+  post->args.allow_posted = true;  // the backlog completes it later anyway
+  post->args.allow_retry = true;
+  device_impl_t* const device_ptr = &device;
+  const error_t error = device.run_or_backlog([device_ptr, post]() -> error_t {
+    error_t outcome;
+    try {
+      outcome = run_operation(post->args).error;
+    } catch (...) {
+      release_deferred(*device_ptr, post);  // the exception is its report
+      throw;
+    }
+    if (!outcome.is_retry()) release_deferred(*device_ptr, post);
+    return outcome;
   });
   return status_t(error.is_done() ? errorcode_t::posted : errorcode_t::posted_backlog);
 }

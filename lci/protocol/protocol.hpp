@@ -17,6 +17,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "backends/backend.hpp"
@@ -56,6 +57,15 @@ struct post_args_t {
   bool allow_retry = true;
 };
 
+// A post that allow_retry(false) (or COMP_NULL) sent to the backlog
+// (post_comm): its arguments, from the device's pool (device_pools_t). It
+// always has a completion object (COMP_NULL's is the post's own, which
+// post_ops.cpp waits for), so the caller's buffer stays in use until that
+// is signalled: no copy of the payload is needed.
+struct deferred_post_t {
+  post_args_t args;
+};
+
 // A receive that takes an arrived message (done) or leaves nothing behind
 // (retry): allow_posted(false) or COMP_NULL_RETRY.
 inline bool at_once_only(const post_args_t& args) {
@@ -87,7 +97,8 @@ status_t post_get(const post_args_t& args);
 // buffer and size, tag, user_context); error is set at completion.
 status_t status_of(const post_args_t& args);
 // A request for `args`, carrying status_of(args), the completion object and
-// the user's registration (if any).
+// the user's registration (if any); nullptr when the device's request pool
+// is empty (the post answers retry_nomem).
 request_t* new_request(const post_args_t& args, request_kind_t kind);
 
 // Immediate completion: a done status when allowed, else the completion
@@ -104,10 +115,14 @@ void handle_local_completion(device_impl_t& device, const backend::net_status_t&
 // Between protocols.
 // An eager message or active message: delivered, matched or stored. false
 // (nothing done, the arrival still held): it must be kept and no packet is
-// free; the caller tries again later.
+// free, or the device's pool of unexpected-message records is empty; the
+// caller tries again later.
 [[nodiscard]] bool handle_eager(device_impl_t& device, arrival_t& arrival,
                                 protocol::msg_type_t type);
-void handle_rts(device_impl_t& device, int rank, const rts_t& rts);
+// An RTS: an AM's receive starts, a send's waits in the matching table or
+// meets its receive. false (nothing done): the device's pool of requests
+// (AM) or unexpected-message records (send) is empty; try again later.
+[[nodiscard]] bool handle_rts(device_impl_t& device, int rank, const rts_t& rts);
 void handle_rtr(device_impl_t& device, int rank, const rtr_t& rtr);
 void handle_rdv_done(device_impl_t& device, std::uint32_t rdv_id);
 void handle_signal(device_impl_t& device, const backend::net_status_t& status,

@@ -22,11 +22,12 @@ status_t post_rts(const post_args_t& args, bool is_am) {
   // that only the peer's progress frees (docs/design/runtime.md,
   // "Registrations").
   request_t* request = new_request(args, request_kind_t::send_rdv);
+  if (request == nullptr) return status_t(errorcode_t::retry_nomem);
   runtime_impl_t& runtime = *device.runtime();
   // Between its RTS and the RTR only the peer holds the request: watched, so
   // that the peer's crash fails it.
   if (!runtime.watch(request)) {
-    delete request;
+    device_impl_t::give_back(request);
     runtime.check_peer_alive(args.rank);  // throws: it died since check_args
   }
   // The RTR names the send by this id, not by its address: a peer's bytes
@@ -49,13 +50,13 @@ status_t post_rts(const post_args_t& args, bool is_am) {
     (void)device.rdv_table().take(send_id);  // no RTR can name it
     // A crash that failed it meanwhile has signalled its comp: posted.
     if (!runtime.unwatch(request)) return status_t(errorcode_t::posted);
-    delete request;
+    device_impl_t::give_back(request);
     return status_t(error);
   }
   return status_t(errorcode_t::posted);
 }
 
-void handle_rts(device_impl_t& device, int rank, const rts_t& rts) {
+bool handle_rts(device_impl_t& device, int rank, const rts_t& rts) {
   runtime_impl_t& runtime = *device.runtime();
   if (rts.is_am) {
     comp_impl_t* comp = runtime.rcomp_target(rts.rcomp);
@@ -63,9 +64,9 @@ void handle_rts(device_impl_t& device, int rank, const rts_t& rts) {
       throw_unregistered_rcomp("an active message", rank, rts.rcomp,
                                " (its sender waits forever)");
     }
-    auto* recv = new request_t;
+    request_t* recv = device.take_request();
+    if (recv == nullptr) return false;
     recv->kind = request_kind_t::recv;
-    recv->device = &device;
     recv->comp = comp;
     recv->status.rank = rank;
     recv->status.tag = rts.tag;
@@ -73,7 +74,7 @@ void handle_rts(device_impl_t& device, int rank, const rts_t& rts) {
     recv->status.buffer = allocate_user_buffer(rts.size);
     recv->capacity = rts.size;
     start_rtr(device, recv, rts);
-    return;
+    return true;
   }
   matching_engine_impl_t* engine = runtime.matching_engine_at(rts.matching_engine_index);
   if (engine == nullptr) {
@@ -82,7 +83,8 @@ void handle_rts(device_impl_t& device, int rank, const rts_t& rts) {
                              std::to_string(rts.matching_engine_index) +
                              ", which does not exist here");
   }
-  auto* message = new unexpected_t;
+  unexpected_t* message = device.take_unexpected();
+  if (message == nullptr) return false;
   message->is_rts = true;
   message->rank = rank;
   message->tag = rts.tag;
@@ -91,6 +93,7 @@ void handle_rts(device_impl_t& device, int rank, const rts_t& rts) {
   const matching_entry_key_t key =
       matching_key(*engine, rank, rts.tag, static_cast<matching_policy_t>(rts.policy));
   insert_unexpected(device, *engine, key, message);
+  return true;
 }
 
 void start_rtr(device_impl_t& device, request_t* recv, const rts_t& rts) {

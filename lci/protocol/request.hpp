@@ -6,9 +6,13 @@
 // Thread safety: a request is owned by exactly one party at a time (the
 //                posting thread, the network, the matching table, the
 //                rendezvous table); handing it over is what publishes it.
-// Ownership:     created by a post or by progress; deleted by complete().
-// Allocation:    one object per operation that is not done at once, from
-//                the calling thread's cache (util::thread_cached_t).
+// Ownership:     taken from its device's pool (device_impl_t::take_request,
+//                take_unexpected) by a post or by progress; given back by
+//                whoever finishes it (device_impl_t::give_back).
+// Allocation:    none: the pools are allocated with the device.
+// Limits:        the pools' bounds (docs/design/runtime.md, "Pools"); an
+//                empty pool is retry for a post, and waits in the backlog
+//                for an arrival.
 #pragma once
 
 #include <cstddef>
@@ -20,12 +24,12 @@
 #include "lci/protocol/immediate.hpp"
 #include "lci/util/assert.hpp"
 #include "lci/util/atomic.hpp"
-#include "lci/util/thread_cache.hpp"
 
 namespace lci::detail {
 
 class comp_impl_t;
 class device_impl_t;
+struct device_pools_t;
 
 // Counts a request among its device's operations in flight (what
 // test_drained() asks) from arm() until disarm() or the request's deletion,
@@ -68,9 +72,9 @@ enum class request_kind_t : std::uint8_t {
 
 inline constexpr std::uint32_t rdv_id_none = ~std::uint32_t{0};
 
-struct request_t : util::thread_cached_t<request_t> {
+struct request_t {
   request_kind_t kind = request_kind_t::send_eager;
-  device_impl_t* device = nullptr;
+  device_impl_t* device = nullptr;  // also whose pool it came from
   comp_impl_t* comp = nullptr;  // nullptr: COMP_NULL
   status_t status;              // what comp gets (error set at completion)
   // A registration the runtime made for this operation and must undo.
@@ -101,7 +105,11 @@ struct request_t : util::thread_cached_t<request_t> {
 
 // An incoming send that found no posted receive: stored in the matching
 // table until a receive takes it.
-struct unexpected_t : util::thread_cached_t<unexpected_t> {
+struct unexpected_t {
+  // The pools it came from (its arrival's device's, which the runtime keeps
+  // past that device): a receive posted on another device may take it, or
+  // one posted after its device closed.
+  device_pools_t* home = nullptr;
   bool is_rts = false;
   int rank = -1;
   tag_t tag = 0;

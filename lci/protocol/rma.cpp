@@ -91,7 +91,7 @@ bool ensure_registered(device_impl_t& device, request_t* request, error_t* error
 
 status_t abandon(device_impl_t& device, request_t* request, error_t error) {
   if (!request->owned_mr.is_empty()) device.net().deregister_memory(&request->owned_mr);
-  delete request;
+  device_impl_t::give_back(request);
   return status_t(error);
 }
 
@@ -120,6 +120,7 @@ status_t post_put(const post_args_t& args) {
     return finish_at_once(args, status_of(args));
   }
   request_t* request = new_request(args, request_kind_t::put);
+  if (request == nullptr) return status_t(errorcode_t::retry_nomem);
   error_t error;
   if (!ensure_registered(device, request, &error)) return abandon(device, request, error);
   error = signal ? net.post_putImm(args.rank, args.buffer, args.size, request->mr,
@@ -136,6 +137,7 @@ status_t post_get(const post_args_t& args) {
   const bool signal = args.remote_comp != 0;
   const std::uint32_t imm = signal ? signal_imm(args, protocol::msg_type_t::get_signal) : 0;
   request_t* request = new_request(args, request_kind_t::get);
+  if (request == nullptr) return status_t(errorcode_t::retry_nomem);
   request->signal_imm = imm;
   error_t error;
   if (!ensure_registered(device, request, &error)) return abandon(device, request, error);

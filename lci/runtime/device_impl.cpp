@@ -73,11 +73,12 @@ std::size_t standing_registrations_max_of(const backend::net_device_attr_t& net_
 
 device_impl_t::device_impl_t(runtime_impl_t* runtime, const attr_device_t& attr,
                              const attr_net_context_t& net_context_attr,
-                             packet_pool_impl_t* packet_pool)
+                             packet_pool_impl_t* packet_pool, device_pools_t* pools)
     : runtime_(runtime),
       attr_(attr),
       net_(open_net_device(runtime, attr, net_context_attr, packet_pool->attr.packet_size)),
       packet_pool_(packet_pool),
+      pools_(pools),
       backlog_(backlog_entries_max) {
   const backend::net_device_attr_t& net_attr = net_->attr();
   standing_registrations_max_ = standing_registrations_max_of(net_attr);
@@ -107,7 +108,7 @@ device_impl_t::~device_impl_t() {
     LCI_ASSERT(request->failed, "releasing a request no crash failed");
     release_owned_mr(request);
     if (request->packet != nullptr) packet_pool_->pool.put(request->packet);
-    delete request;
+    give_back(request);
   }
   // Closing the network device drops the pre-posted receives; their packets
   // stay out of the pool until free_packet_pool or runtime teardown
@@ -173,13 +174,21 @@ std::size_t device_impl_t::bcopy_size_max() const {
   return packet_payload_max() - sizeof(protocol::eager_header_t);
 }
 
+deferred_post_t* device_impl_t::take_deferred_post() {
+  deferred_post_t* post = pools_->deferred_posts.take();
+  if (post != nullptr) return post;
+  throw std::length_error("lci: device backlog full (" +
+                          std::to_string(pools_->deferred_posts.objects_max()) +
+                          " posts with allow_retry = false wait for the network)");
+}
+
 error_t device_impl_t::push_backlog(backlog_step_t step) {
   // relaxed: the poster's own later drained() is ordered after this by
   // program order; another thread cannot know of the step before it runs.
   // Counted before the push so a progress call that pops and finishes it
   // at once never takes the count below zero.
   backlog_steps_.fetch_add(1, util::mo_relaxed);
-  const error_t pushed = backlog_.push(std::move(step));
+  const error_t pushed = backlog_.push(step);
   if (!pushed.is_done()) {
     backlog_steps_.fetch_sub(1, util::mo_relaxed);  // relaxed: never visible as queued
     throw std::length_error("lci: device backlog full (" + std::to_string(backlog_entries_max) +

@@ -11,12 +11,16 @@
 //                destruction deletes it (closing the network device drops
 //                its pre-posted receives and returns their packets).
 // Allocation:    at construction: the network device, the backlog ring, the
-//                first pre-posted receives; posts allocate request_t.
+//                first pre-posted receives, and (from the runtime, which
+//                keeps them) its pools of requests and unexpected-message
+//                records. Nothing after that on the data path.
+// Limits:        device_pools_t's bounds; an empty pool is retry for a post and a
+//                backlogged arrival for progress (docs/design/runtime.md,
+//                "Pools").
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <utility>
 #include <vector>
@@ -24,29 +28,42 @@
 #include "backends/backend.hpp"
 #include "lci/api/lci_generated.hpp"
 #include "lci/backlog_queue/backlog_queue.hpp"
+#include "lci/protocol/protocol.hpp"
 #include "lci/protocol/request.hpp"
+#include "lci/runtime/backlog_step.hpp"
 #include "lci/runtime/rdv_table.hpp"
 #include "lci/runtime/recv_regions.hpp"
 #include "lci/runtime/resources.hpp"
 #include "lci/runtime/watch_list.hpp"
 #include "lci/util/atomic.hpp"
+#include "lci/util/object_pool.hpp"
 #include "lci/util/spinlock.hpp"
 
 namespace lci::detail {
 
 class runtime_impl_t;
 
-// A protocol step that must not be handed back to the user as retry (an RTR,
-// a FIN, a store into a full matching table): retried by progress() until it
-// stops returning retry.
-using backlog_step_t = std::function<error_t()>;
+// The records a device's data path takes and gives back, each pool bounded
+// at the device's allocation (runtime_impl_t::alloc_device). The runtime
+// owns them, not the device: a record may outlive its device (an
+// unexpected message in a matching engine the runtime shares, a receive
+// dropped with its device), and is then given back to a pool still there.
+struct device_pools_t {
+  device_pools_t(std::size_t requests_max, std::size_t unexpected_max,
+                 std::size_t deferred_posts_max)
+      : requests(requests_max), unexpected(unexpected_max), deferred_posts(deferred_posts_max) {}
+  util::object_pool_t<request_t> requests;
+  util::object_pool_t<unexpected_t> unexpected;
+  util::object_pool_t<deferred_post_t> deferred_posts;
+};
 
 class device_impl_t {
  public:
   // net_context_attr: the net context's, whose max_msg_size and
   // max_inject_size bound what the network device is asked for.
   device_impl_t(runtime_impl_t* runtime, const attr_device_t& attr,
-                const attr_net_context_t& net_context_attr, packet_pool_impl_t* packet_pool);
+                const attr_net_context_t& net_context_attr, packet_pool_impl_t* packet_pool,
+                device_pools_t* pools);
   ~device_impl_t();
   device_impl_t(const device_impl_t&) = delete;
   device_impl_t& operator=(const device_impl_t&) = delete;
@@ -88,16 +105,14 @@ class device_impl_t {
   // done or posted_backlog. Throws std::length_error naming the limit when
   // the backlog is full (entries_max from net_max_sends).
   template <typename Step>
-  error_t run_or_backlog(Step&& step) {
+  error_t run_or_backlog(const Step& step) {
     // A non-empty backlog goes first: steps keep their order behind it.
     if (backlog_.is_empty_hint()) {
       const error_t error = step();
       if (!error.is_retry()) return error;
     }
-    // Only a step that must wait becomes a backlog_step_t: a std::function
-    // allocates for captures over its small buffer, which the common case
-    // (an arrival inserted into the matching table) should not pay.
-    return push_backlog(backlog_step_t(std::forward<Step>(step)));
+    // Only a step that must wait is copied into a backlog_step_t.
+    return push_backlog(backlog_step_t(step));
   }
   // No protocol step is queued or running. A hint (relaxed): a step pushed
   // by another thread meanwhile is as if pushed a moment later.
@@ -109,6 +124,30 @@ class device_impl_t {
     if (backlog_steps_.load(util::mo_relaxed) == 0) return false;
     return drain_backlog_steps();
   }
+  // A request of this device (device set), or nullptr when its pool is
+  // empty: the caller answers retry, or waits in the backlog.
+  [[nodiscard]] request_t* take_request() {
+    request_t* request = pools_->requests.take();
+    if (request != nullptr) request->device = this;
+    return request;
+  }
+  // A record for an arrival of this device, or nullptr as take_request().
+  [[nodiscard]] unexpected_t* take_unexpected() {
+    unexpected_t* message = pools_->unexpected.take();
+    if (message != nullptr) message->home = pools_;
+    return message;
+  }
+  // A record for a post the backlog takes over (post_comm). Throws
+  // std::length_error naming the bound when all are in use, as a full
+  // backlog does: such a post may not answer retry.
+  [[nodiscard]] deferred_post_t* take_deferred_post();
+  void give_back(deferred_post_t* post) { pools_->deferred_posts.give_back(post); }
+  // Back to the pool each came from (any device may finish them).
+  static void give_back(request_t* request) {
+    request->device->pools_->requests.give_back(request);
+  }
+  static void give_back(unexpected_t* message) { message->home->unexpected.give_back(message); }
+
   // Counts `request` among the operations in flight (in_flight_mark_t).
   void mark_in_flight(request_t* request) { request->in_flight.arm(&in_flight_count_); }
   // No backlog step is unfinished and no operation is in flight: every
@@ -202,6 +241,7 @@ class device_impl_t {
   attr_device_t attr_;  // net_* fields resolved from the network device
   std::unique_ptr<backend::net_device_t> net_;
   packet_pool_impl_t* const packet_pool_;
+  device_pools_t* const pools_;  // the runtime's (see device_pools_t)
   std::unique_ptr<endpoint_impl_t> default_endpoint_;
   util::spinlock_t endpoints_lock_;
   std::vector<std::unique_ptr<endpoint_impl_t>> endpoints_;  // under endpoints_lock_

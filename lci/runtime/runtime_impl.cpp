@@ -22,10 +22,16 @@ struct sizing_t {
   std::size_t npackets;
   std::size_t matching_buckets;
   std::size_t matching_overflow_nodes;
+  // Per device (device_pools_t; docs/design/runtime.md, "Pools"): requests
+  // not yet completed, arrived messages no receive has taken yet, and posts
+  // the backlog took over (allow_retry = false).
+  std::size_t requests_max;
+  std::size_t unexpected_max;
+  std::size_t deferred_posts_max;
 };
 sizing_t sizing_for(bool simulated) {
-  if (simulated) return {8192, 256, 1024, 1024};
-  return {8192, 8192, 65536, 65536};
+  if (simulated) return {8192, 256, 1024, 1024, 1024, 1024, 1024};
+  return {8192, 8192, 65536, 65536, 16384, 16384, 4096};
 }
 
 // What every net context (the runtime's default one too) must pass: a
@@ -192,10 +198,14 @@ device_impl_t* runtime_impl_t::alloc_device(const attr_device_t& attr,
     util::atomic<bool>& flag;
     ~release_t() { flag.store(false, util::mo_release); }
   } release{host_.device_allocating()};
-  auto device = std::make_unique<device_impl_t>(this, attr, net_context->attr, pool);
+  const sizing_t sizing = sizing_for(host_.simulated());
+  auto pools = std::make_unique<device_pools_t>(sizing.requests_max, sizing.unexpected_max,
+                                                sizing.deferred_posts_max);
+  auto device = std::make_unique<device_impl_t>(this, attr, net_context->attr, pool, pools.get());
   device->collective().ordinal = devices_allocated_++;
   device_impl_t* raw = device.get();
   util::spinlock_guard_t guard(resources_lock_);
+  device_pools_.push_back(std::move(pools));
   devices_.push_back(std::move(device));
   return raw;
 }

@@ -30,6 +30,7 @@
 namespace lci::detail {
 
 class device_impl_t;
+struct device_pools_t;
 struct request_t;
 
 class runtime_impl_t {
@@ -157,6 +158,9 @@ class runtime_impl_t {
 
   std::unique_ptr<net_context_impl_t> default_net_context_;
   util::spinlock_t resources_lock_;
+  // Every device's pools, kept until the runtime goes (device_pools_t says
+  // why); declared first so that they go last.
+  std::vector<std::unique_ptr<device_pools_t>> device_pools_;  // under resources_lock_
   std::vector<std::unique_ptr<net_context_impl_t>> net_contexts_;  // under resources_lock_
   std::vector<std::unique_ptr<device_impl_t>> devices_;            // under resources_lock_
   std::vector<std::unique_ptr<packet_pool_impl_t>> packet_pools_;  // under resources_lock_

@@ -1,0 +1,170 @@
+// object_pool_t<T>: objects_max slots for T, allocated at construction;
+// take() constructs a T in a free slot, give_back() destroys it and frees
+// the slot. What the runtime's data path uses instead of new/delete for its
+// short-lived records (requests, unexpected messages, queued completion
+// statuses), so that it never allocates after init and never holds more
+// than a configured number of them.
+//
+// Thread safety: take() and give_back() may run concurrently from any
+//                threads; a T may be given back by another thread than the
+//                one that took it.
+// Blocking:      never.
+// Progress:      lock-free: a CAS on the free list's head fails only when
+//                another thread's take or give_back succeeded.
+// Ownership:     the pool owns the slots; a taken object is its taker's
+//                until given back. The destructor frees the slots without
+//                destroying objects still taken (their owners are torn down
+//                with the pool; T must not need its destructor then).
+// Allocation:    the slots and their links, at construction only.
+// Limits:        objects_max objects taken at once (< 2^32); take() on an
+//                empty pool returns nullptr (the caller answers retry or
+//                waits), never allocates.
+// Linearization: take() at its successful CAS of head_ (or, empty, at the
+//                load that found no slot); give_back() at its CAS.
+//
+// The free list is a stack of slot indices. head_ packs the top index
+// (+1, so 0 is empty) with a version that every successful CAS increments:
+// a taker that read index i and i's link, was preempted while i was taken,
+// given back and taken again, fails its CAS on the version instead of
+// installing a stale link (the ABA problem). Links live apart from the
+// slots, in atomics, so that a taker reading the link of a slot another
+// thread just took races with nothing that thread writes into its object.
+// Model-checked with Relacy (tests/util/object_pool_model_test.cpp), with
+// two broken variants it must catch: no version, and a relaxed give_back.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <new>
+
+#include "lci/util/assert.hpp"
+#include "lci/util/atomic.hpp"
+#include "lci/util/cache.hpp"
+#include "lci/util/mutation.hpp"
+
+namespace lci::util {
+
+template <typename T>
+class object_pool_t {
+ public:
+  explicit object_pool_t(std::size_t objects_max)
+      : objects_max_(objects_max),
+        slots_(new slot_t[objects_max]),
+        links_(new util::atomic<std::uint32_t>[objects_max]) {
+    LCI_ASSERT(objects_max > 0, "an object pool needs room for one object");
+    LCI_ASSERT(objects_max < index_none, "an object pool over 2^32 - 1 slots");
+    // Slot 0 on top, then 1, 2, ...; the last one's link is 0: the bottom.
+    for (std::size_t index = 0; index < objects_max; ++index) {
+      const std::size_t below = index + 1 < objects_max ? index + 2 : 0;
+      // relaxed: before the pool is shared.
+      links_[index].store(static_cast<std::uint32_t>(below), util::mo_relaxed);
+    }
+    head_.store(pack(0, 1), util::mo_relaxed);  // relaxed: before the pool is shared
+  }
+  object_pool_t(const object_pool_t&) = delete;
+  object_pool_t& operator=(const object_pool_t&) = delete;
+
+  // A default-constructed T, or nullptr when objects_max are taken.
+  [[nodiscard]] T* take() {
+    // acquire: pairs with the release CAS in give_back() [G], so the link
+    // read below is the one the giver wrote. [T1]
+    std::uint64_t head = head_.load(util::mo_acquire);
+    while (true) {
+      const std::uint32_t top = top_of(head);
+      if (top == 0) return nullptr;
+      // relaxed: ordered by [T1]/[T2]; a stale value (the slot was taken
+      // meanwhile) fails the CAS below on the version.
+      const std::uint32_t next = links_[top - 1].load(util::mo_relaxed);
+      // acquire on success: the object's last give_back() (its
+      // destruction) happens before this taker constructs it. [T2]
+      if (head_.compare_exchange_strong(head, pack(next_version(head), next), util::mo_acquire,
+                                        util::mo_acquire)) {
+        note_taken();
+        return ::new (static_cast<void*>(slots_[top - 1].bytes)) T();
+      }
+      // head was reloaded by the failed CAS: another take or give_back
+      // succeeded, so the loop cannot livelock.
+    }
+  }
+
+  // Destroys `object` (taken from this pool) and frees its slot.
+  void give_back(T* object) {
+    LCI_ASSERT(object != nullptr, "giving back no object");
+    LCI_ASSERT(owns(object), "an object given back to a pool it is not from");
+    object->~T();
+    const auto index = static_cast<std::uint32_t>(reinterpret_cast<slot_t*>(object) - &slots_[0]);
+    // relaxed: a count for tests; the slot itself travels through head_.
+    const std::size_t taken_before = taken_count_.fetch_sub(1, util::mo_relaxed);
+    LCI_ASSERT(taken_before >= 1, "an object pool given back more than it lent");
+    std::uint64_t head = head_.load(util::mo_relaxed);  // relaxed: the CAS validates it
+    while (true) {
+      // relaxed: published by the release CAS below.
+      links_[index].store(top_of(head), util::mo_relaxed);
+      // release: pairs with the acquires in take() [T1][T2]. [G] The broken
+      // variant "object_pool_relaxed_give_back" (model check only) drops
+      // it: the next taker's use of the object races with ours.
+      const util::memory_order order =
+          util::mutated("object_pool_relaxed_give_back") ? util::mo_relaxed : util::mo_release;
+      if (head_.compare_exchange_strong(head, pack(next_version(head), index + 1), order,
+                                        util::mo_relaxed)) {
+        return;
+      }
+      // As in take(): a failure means another thread's operation succeeded.
+    }
+  }
+
+  // Whether `object` lies in this pool's slots.
+  bool owns(const T* object) const {
+    const auto* slot = reinterpret_cast<const slot_t*>(object);
+    return slot >= &slots_[0] && slot < &slots_[0] + objects_max_;
+  }
+  std::size_t objects_max() const { return objects_max_; }
+  // Objects taken now, and the most taken at once so far (what a test of
+  // bounded memory reads). Exact while nothing runs concurrently.
+  std::size_t taken_count() const { return taken_count_.load(util::mo_relaxed); }
+  std::size_t taken_high_water() const { return taken_high_water_.load(util::mo_relaxed); }
+
+ private:
+  static constexpr std::uint32_t index_none = ~std::uint32_t{0};
+
+  struct slot_t {
+    alignas(T) unsigned char bytes[sizeof(T)];
+  };
+
+  static std::uint64_t pack(std::uint32_t version, std::uint32_t top) {
+    return (std::uint64_t{version} << 32) | top;
+  }
+  static std::uint32_t version_of(std::uint64_t head) {
+    return static_cast<std::uint32_t>(head >> 32);
+  }
+  static std::uint32_t top_of(std::uint64_t head) { return static_cast<std::uint32_t>(head); }
+  // The broken variant "object_pool_no_version" (model check only) keeps
+  // the version: the ABA interleaving then hands one slot to two takers.
+  static std::uint32_t next_version(std::uint64_t head) {
+    return version_of(head) + (util::mutated("object_pool_no_version") ? 0 : 1);
+  }
+
+  void note_taken() {
+    // relaxed: counts for tests and diagnostics, ordered by nothing.
+    const std::size_t taken = taken_count_.fetch_add(1, util::mo_relaxed) + 1;
+    LCI_ASSERT(taken <= objects_max_, "an object pool over its bound");
+    std::size_t high = taken_high_water_.load(util::mo_relaxed);
+    // Ends: each failure means another thread raised the mark.
+    while (taken > high && !taken_high_water_.compare_exchange_weak(high, taken, util::mo_relaxed,
+                                                                    util::mo_relaxed)) {
+    }
+  }
+
+  const std::size_t objects_max_;
+  const std::unique_ptr<slot_t[]> slots_;
+  // links_[i]: the index + 1 of the slot under slot i on the free list.
+  const std::unique_ptr<util::atomic<std::uint32_t>[]> links_;
+  // Written by every taker and giver; the counts (written by the same
+  // threads, read by tests) on their own line so the head's stays short.
+  alignas(util::cache_line_bytes) util::atomic<std::uint64_t> head_{0};  // version << 32 | top + 1
+  alignas(util::cache_line_bytes) util::atomic<std::size_t> taken_count_{0};
+  util::atomic<std::size_t> taken_high_water_{0};
+};
+
+}  // namespace lci::util
