@@ -9,7 +9,6 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -20,6 +19,7 @@
 #include "sim/sim_harness.hpp"
 #include "sim/sim_seed.hpp"
 #include "tests/backends/conformance/conformance.hpp"
+#include "tests/backends/conformance/sim_rank_ctx.hpp"
 
 namespace lci::conformance {
 namespace {
@@ -29,22 +29,14 @@ using backends::ibv::emu_options_t;
 using backends::ibv::ibv_bootstrap_t;
 using backends::ibv::ibv_context_t;
 
-struct meeting_t {
-  std::mutex lock;
-  std::uint64_t generation = 0;
-  int arrived = 0;
-};
-
 // A rank: the ibv context over its HCA, bootstrapped through the harness's
-// out-of-band allgather. The barrier keeps polling the rank's endpoints (a
-// peer may wait for this rank's progress: its QP in ERR is re-established
-// only when this rank polls).
-class ibv_rank_ctx_t final : public rank_ctx_t {
+// out-of-band allgather (a peer's QP in ERR is re-established only when
+// this rank polls, which the barrier does).
+class ibv_rank_ctx_t final : public sim_rank_ctx_t {
  public:
   ibv_rank_ctx_t(sim::rank_env_t& env, meeting_t& meeting, emu_fabric_t& fabric,
                  const backends::ibv::ibv_context_options_t& options)
-      : env_(env),
-        meeting_(meeting),
+      : sim_rank_ctx_t(env, meeting),
         context_(fabric.verbs(env.rank()), env.rank(), env.ranks_count(),
                  ibv_bootstrap_t{[&env](const void* mine, std::size_t bytes, void* all) {
                                    env.allgather(mine, bytes, all);
@@ -52,69 +44,9 @@ class ibv_rank_ctx_t final : public rank_ctx_t {
                                  [&env](const char* what) { env.wait(what); }},
                  options) {}
   backend::net_context_t& context() override { return context_; }
-  void wait(const char* what) override { env_.wait(what); }
-  void barrier() override {
-    std::uint64_t generation;
-    {
-      std::lock_guard<std::mutex> guard(meeting_.lock);
-      generation = meeting_.generation;
-      ++meeting_.arrived;
-    }
-    for (;;) {
-      {
-        std::lock_guard<std::mutex> guard(meeting_.lock);
-        if (meeting_.generation != generation) return;
-        if (meeting_.arrived >= live_ranks()) {  // the last one (or a rank crashed)
-          meeting_.arrived = 0;
-          ++meeting_.generation;
-          return;
-        }
-      }
-      poll_endpoints();
-      env_.wait("barrier");
-    }
-  }
-  void allgather(const void* mine, std::size_t bytes, void* all) override {
-    barrier();
-    env_.allgather(mine, bytes, all);
-  }
-  void run_threads(int threads_count, const std::function<void(int)>& body) override {
-    env_.run_threads(threads_count, body);
-  }
-  // As a process dies: the rank unwinds, and its devices' QPs are destroyed
-  // (the kernel does that for a dead process), so peers' requests time out.
-  [[noreturn]] void crash() override { env_.crash(); }
-  void add_poller(const void* owner, std::function<void()> poll) override {
-    std::lock_guard<std::mutex> guard(pollers_lock_);
-    pollers_.emplace_back(owner, std::move(poll));
-  }
-  void remove_poller(const void* owner) override {
-    std::lock_guard<std::mutex> guard(pollers_lock_);
-    pollers_.erase(std::remove_if(pollers_.begin(), pollers_.end(),
-                                  [owner](const auto& entry) { return entry.first == owner; }),
-                   pollers_.end());
-  }
 
  private:
-  int live_ranks() {
-    int live = 0;
-    for (int rank = 0; rank < env_.ranks_count(); ++rank) live += env_.world().is_crashed(rank) ? 0 : 1;
-    return live;
-  }
-  void poll_endpoints() {
-    std::vector<std::function<void()>> polls;
-    {
-      std::lock_guard<std::mutex> guard(pollers_lock_);
-      for (const auto& entry : pollers_) polls.push_back(entry.second);
-    }
-    for (const auto& poll : polls) poll();
-  }
-
-  sim::rank_env_t& env_;
-  meeting_t& meeting_;
   ibv_context_t context_;
-  std::mutex pollers_lock_;
-  std::vector<std::pair<const void*, std::function<void()>>> pollers_;
 };
 
 struct case_faults_t {

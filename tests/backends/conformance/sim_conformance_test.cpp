@@ -5,13 +5,9 @@
 // of real providers with fewer seeds. Case names start with the profile.
 #include <gtest/gtest.h>
 
-#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
-#include <functional>
-#include <mutex>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "sim/sim_harness.hpp"
@@ -19,90 +15,16 @@
 #include "sim/sim_seed.hpp"
 #include "sim/sim_world.hpp"
 #include "tests/backends/conformance/conformance.hpp"
+#include "tests/backends/conformance/sim_rank_ctx.hpp"
 
 namespace lci::conformance {
 namespace {
 
-// The ranks' meeting point of one run: a barrier that keeps polling. With
-// manual progress (rma_waits_for_target, and every provider profile: an
-// RMA lands, a connection is accepted, only while the target calls its
-// device) a rank waiting in a barrier must keep polling its endpoints, as
-// the ofi harness does (tests/backends/ofi/ofi_conformance.cpp): a peer's
-// put may still wait for it. The mutex is never held across a backend call
-// or a wait (a fiber may switch there).
-struct meeting_t {
-  std::mutex lock;
-  std::uint64_t generation = 0;
-  int arrived = 0;
-};
-
-class sim_rank_ctx_t final : public rank_ctx_t {
+// The simulated network's own context.
+class sim_network_rank_ctx_t final : public sim_rank_ctx_t {
  public:
-  sim_rank_ctx_t(sim::rank_env_t& env, meeting_t& meeting) : env_(env), meeting_(meeting) {}
-  backend::net_context_t& context() override { return env_.context(); }
-  void wait(const char* what) override { env_.wait(what); }
-  // All live ranks meet; this one polls its endpoints while it waits.
-  void barrier() override {
-    std::uint64_t generation;
-    {
-      std::lock_guard<std::mutex> guard(meeting_.lock);
-      generation = meeting_.generation;
-      ++meeting_.arrived;
-    }
-    for (;;) {
-      {
-        std::lock_guard<std::mutex> guard(meeting_.lock);
-        if (meeting_.generation != generation) return;
-        if (meeting_.arrived >= live_ranks()) {  // the last one (or a rank crashed)
-          meeting_.arrived = 0;
-          ++meeting_.generation;
-          return;
-        }
-      }
-      poll_endpoints();
-      env_.wait("barrier");
-    }
-  }
-  // The exchange itself blocks; the polling barrier first means no peer
-  // still waits for this rank's progress then.
-  void allgather(const void* mine, std::size_t bytes, void* all) override {
-    barrier();
-    env_.allgather(mine, bytes, all);
-  }
-  void run_threads(int threads_count, const std::function<void(int)>& body) override {
-    env_.run_threads(threads_count, body);
-  }
-  [[noreturn]] void crash() override { env_.crash(); }
-  void add_poller(const void* owner, std::function<void()> poll) override {
-    std::lock_guard<std::mutex> guard(pollers_lock_);
-    pollers_.emplace_back(owner, std::move(poll));
-  }
-  void remove_poller(const void* owner) override {
-    std::lock_guard<std::mutex> guard(pollers_lock_);
-    pollers_.erase(std::remove_if(pollers_.begin(), pollers_.end(),
-                                  [owner](const auto& entry) { return entry.first == owner; }),
-                   pollers_.end());
-  }
-
- private:
-  int live_ranks() {
-    int live = 0;
-    for (int rank = 0; rank < env_.ranks_count(); ++rank) live += env_.world().is_crashed(rank) ? 0 : 1;
-    return live;
-  }
-  void poll_endpoints() {
-    std::vector<std::function<void()>> polls;
-    {
-      std::lock_guard<std::mutex> guard(pollers_lock_);
-      for (const auto& entry : pollers_) polls.push_back(entry.second);
-    }
-    for (const auto& poll : polls) poll();
-  }
-
-  sim::rank_env_t& env_;
-  meeting_t& meeting_;
-  std::mutex pollers_lock_;
-  std::vector<std::pair<const void*, std::function<void()>>> pollers_;
+  using sim_rank_ctx_t::sim_rank_ctx_t;
+  backend::net_context_t& context() override { return env().context(); }
 };
 
 // Every fault a correct runtime must survive (crash excluded: it ends ranks).
@@ -143,7 +65,7 @@ backend_case_t sim_case(sim::profile_kind_t profile, const std::string& name, st
     meeting_t meeting;
     const sim::run_report_t report =
         sim::run_ranks(ranks_count, options, [&body, &meeting](sim::rank_env_t& env) {
-          sim_rank_ctx_t ctx(env, meeting);
+          sim_network_rank_ctx_t ctx(env, meeting);
           body(ctx);
         });
     return report.ok ? std::string() : report.report;
