@@ -128,9 +128,23 @@ ibv_device_t::ibv_device_t(ibv_context_t& context, const backend::net_device_att
   inline_max_ = requested.inject_size_max != 0
                     ? static_cast<std::uint32_t>(requested.inject_size_max)
                     : inline_default;
+  try {
+    set_up();
+  } catch (...) {
+    // No destructor runs for a device whose constructor threw: what was
+    // created goes here, or its context could never close (an HCA out of
+    // SRQs or CQs refuses a device: alloc_device throws, and the program
+    // may go on without it).
+    destroy_verbs_objects();
+    throw;
+  }
+}
+
+void ibv_device_t::set_up() {
+  const ibv_device_attr& device = context_.device_attr();
   create_queues();
   connect_peers();
-  attr_.max_msg_size = context.port_attr().max_msg_sz;
+  attr_.max_msg_size = context_.port_attr().max_msg_sz;
   attr_.inject_size_max = inline_max_;
   attr_.supports_put_imm = true;
   attr_.requires_local_mr = true;
@@ -362,8 +376,15 @@ void ibv_device_t::drain() {
 
 ibv_device_t::~ibv_device_t() {
   drain();
+  destroy_verbs_objects();
+}
+
+// Everything created so far, in dependency order (QPs before the SRQs and
+// CQ they use, the PD last); also for a constructor that threw halfway.
+void ibv_device_t::destroy_verbs_objects() {
   for (peer_t& peer : peers_) {
     for (channel_t& channel : peer.channels) {
+      if (channel.qp == nullptr) continue;
       const int error = verbs_.destroy_qp(channel.qp);
       LCI_ASSERT(error == 0, "destroy_qp failed");
     }
@@ -379,14 +400,22 @@ ibv_device_t::~ibv_device_t() {
     const int error = verbs_.dealloc_td(td);
     LCI_ASSERT(error == 0, "dealloc_td failed");
   }
-  const int srq_error = verbs_.destroy_srq(srq_);
-  LCI_ASSERT(srq_error == 0, "destroy_srq failed");
-  const int notice_srq_error = verbs_.destroy_srq(notice_srq_);
-  LCI_ASSERT(notice_srq_error == 0, "destroy_srq (notices) failed");
-  const int cq_error = verbs_.destroy_cq(cq_);
-  LCI_ASSERT(cq_error == 0, "destroy_cq failed");
-  const int pd_error = verbs_.dealloc_pd(pd_);
-  LCI_ASSERT(pd_error == 0, "dealloc_pd failed: a registration outlives its device");
+  if (srq_ != nullptr) {
+    const int srq_error = verbs_.destroy_srq(srq_);
+    LCI_ASSERT(srq_error == 0, "destroy_srq failed");
+  }
+  if (notice_srq_ != nullptr) {
+    const int notice_srq_error = verbs_.destroy_srq(notice_srq_);
+    LCI_ASSERT(notice_srq_error == 0, "destroy_srq (notices) failed");
+  }
+  if (cq_ != nullptr) {
+    const int cq_error = verbs_.destroy_cq(cq_);
+    LCI_ASSERT(cq_error == 0, "destroy_cq failed");
+  }
+  if (pd_ != nullptr) {
+    const int pd_error = verbs_.dealloc_pd(pd_);
+    LCI_ASSERT(pd_error == 0, "dealloc_pd failed: a registration outlives its device");
+  }
 }
 
 // ---- ops ----

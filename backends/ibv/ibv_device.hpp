@@ -161,6 +161,9 @@ class ibv_device_t final : public backend::net_device_t {
   };
   struct post_args_t;
 
+  // The constructor's work; it destroys what it made if this throws.
+  void set_up();
+  void destroy_verbs_objects();
   void create_queues();
   ibv_pd* qp_domain();
   void connect_peers();

@@ -36,8 +36,8 @@ using backend::net_status_t;
 // returns the run's trace: the scheduler's and the fabric's hashes mixed.
 std::uint64_t run_two_ranks(std::uint64_t seed,
                             const std::function<void(sim::rank_env_t&, ibv_context_t&)>& body,
-                            const ibv_context_options_t& context_options = {}) {
-  emu_options_t emu;
+                            const ibv_context_options_t& context_options = {},
+                            emu_options_t emu = {}) {
   emu.hcas_count = 2;
   emu.seed = seed;
   emu_fabric_t fabric(emu);
@@ -263,6 +263,31 @@ TEST(IbvDevice, ThreadDomainStrategies) {
         },
         options);
   }
+}
+
+// An HCA out of SRQs refuses a device halfway through its construction
+// (PD, CQ and the first SRQ made): alloc_device throws naming the verb, the
+// objects already made are destroyed (the context still closes at the end
+// of the rank, which asserts that no device of it is open), and once the
+// first device is freed a new one fits again.
+TEST(IbvDevice, ARefusedDeviceLeavesNothingBehind) {
+  emu_options_t emu;
+  emu.max_srq = 3;  // one device takes two (the caller's and the notices')
+  run_two_ranks(
+      1,
+      [](sim::rank_env_t&, ibv_context_t& context) {
+        std::unique_ptr<backend::net_device_t> first = context.alloc_device({});
+        try {
+          (void)context.alloc_device({});
+          ADD_FAILURE() << "a second device fit in 3 SRQs";
+        } catch (const std::runtime_error& error) {
+          EXPECT_NE(std::string(error.what()).find("create_srq"), std::string::npos)
+              << error.what();
+        }
+        first.reset();
+        EXPECT_NE(context.alloc_device({}), nullptr);
+      },
+      {}, emu);
 }
 
 TEST(IbvContext, NoDeviceIsAClearError) {

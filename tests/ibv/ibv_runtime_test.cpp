@@ -11,18 +11,12 @@
 #include <memory>
 #include <vector>
 
-#include "backends/ibv/ibv_context.hpp"
-#include "backends/ibv/ibv_emu_fabric.hpp"
 #include "lci.hpp"
 #include "sim/sim_harness.hpp"
 #include "sim/sim_seed.hpp"
+#include "tests/ibv/ibv_emu_runtime.hpp"
 
 namespace {
-
-using lci::backends::ibv::emu_fabric_t;
-using lci::backends::ibv::emu_options_t;
-using lci::backends::ibv::ibv_bootstrap_t;
-using lci::backends::ibv::ibv_context_t;
 
 void fill(std::vector<char>& buffer, int seed) {
   for (std::size_t i = 0; i < buffer.size(); ++i) buffer[i] = static_cast<char>(seed + i * 7);
@@ -106,53 +100,27 @@ void put_and_get(lci::sim::rank_env_t& env) {
   lci::g_runtime_fina();
 }
 
-lci::sim::run_report_t run_over_ibv(std::uint64_t seed, emu_fabric_t& fabric,
-                                    const std::function<void(lci::sim::rank_env_t&)>& body) {
-  lci::sim::run_options_t options = lci::sim::default_run_options(seed);
-  options.make_runtime_context = [&fabric](lci::sim::rank_env_t env) {
-    return std::unique_ptr<lci::backend::net_context_t>(new ibv_context_t(
-        fabric.verbs(env.rank()), env.rank(), env.ranks_count(),
-        ibv_bootstrap_t{[env](const void* mine, std::size_t bytes, void* all) mutable {
-                          env.allgather(mine, bytes, all);
-                        },
-                        [env](const char* what) mutable { env.wait(what); }}));
-  };
-  return lci::sim::run_ranks(2, options, body);
-}
-
 TEST(IbvRuntime, PutAndGetTwoRanks) {
   for (std::uint64_t seed : lci::sim::seeds_from_env(1, 3)) {
-    emu_options_t emu;
-    emu.hcas_count = 2;
-    emu.seed = seed;
-    emu_fabric_t fabric(emu);
-    const lci::sim::run_report_t report = run_over_ibv(seed, fabric, put_and_get);
-    EXPECT_TRUE(report.ok) << report.report << "\n" << fabric.describe();
+    lci::sim::run_options_t options = lci::sim::default_run_options(seed);
+    const auto fabric = lci::ibv_test::use_emulated_ibv(&options, 2);
+    const lci::sim::run_report_t report =
+        lci::sim::run_ranks(2, options, put_and_get);
+    EXPECT_TRUE(report.ok) << report.report << "\n" << fabric->describe();
     EXPECT_EQ(report.deliveries_count, 0u);
   }
 }
 
 TEST(IbvRuntime, SendRecvEverySizeTwoRanks) {
   for (std::uint64_t seed : lci::sim::seeds_from_env(1, 3)) {
-    emu_options_t emu;
-    emu.hcas_count = 2;
-    emu.seed = seed;
-    emu_fabric_t fabric(emu);
     lci::sim::run_options_t options = lci::sim::default_run_options(seed);
-    options.make_runtime_context = [&fabric](lci::sim::rank_env_t env) {
-      return std::unique_ptr<lci::backend::net_context_t>(new ibv_context_t(
-          fabric.verbs(env.rank()), env.rank(), env.ranks_count(),
-          ibv_bootstrap_t{[env](const void* mine, std::size_t bytes, void* all) mutable {
-                            env.allgather(mine, bytes, all);
-                          },
-                          [env](const char* what) mutable { env.wait(what); }}));
-    };
+    const auto fabric = lci::ibv_test::use_emulated_ibv(&options, 2);
     const lci::sim::run_report_t report =
         lci::sim::run_ranks(2, options, [](lci::sim::rank_env_t&) { send_recv_every_size(); });
-    EXPECT_TRUE(report.ok) << report.report << "\n" << fabric.describe();
+    EXPECT_TRUE(report.ok) << report.report << "\n" << fabric->describe();
     // The runtime's traffic went over the emulated verbs device, none over
     // the simulated network.
-    EXPECT_GT(fabric.stats().wrs_delivered, 14u);
+    EXPECT_GT(fabric->stats().wrs_delivered, 14u);
     EXPECT_EQ(report.deliveries_count, 0u);
   }
 }
