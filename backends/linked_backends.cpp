@@ -4,6 +4,9 @@
 #if defined(LCI_LINK_OFI)
 #include "backends/ofi/ofi_backend.hpp"
 #endif
+#if defined(LCI_LINK_IBV)
+#include "backends/ibv/ibv_backend.hpp"
+#endif
 
 namespace lci::backend {
 
@@ -13,6 +16,9 @@ registry_t make_registry() {
   registry_t registry;
 #if defined(LCI_LINK_OFI)
   registry.add(backends::ofi::backend_entry());
+#endif
+#if defined(LCI_LINK_IBV)
+  registry.add(backends::ibv::backend_entry());
 #endif
   return registry;
 }

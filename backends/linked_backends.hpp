@@ -1,6 +1,6 @@
 // linked_backends(): the registry (backend_registry.hpp) of the real
-// network backends this build compiled in: ofi with --config=ofi, none by
-// default. The list is the one place that names them; //backends:linked
+// network backends this build compiled in: ofi with --config=ofi, ibv with
+// --config=ibv, none by default. The list is the one place that names them; //backends:linked
 // selects its dependencies by config. Calling it links them in, so static
 // libraries (liblci.a) keep them with no static-initialisation trick.
 //

@@ -133,15 +133,19 @@ TEST_F(BackendRegistry, BadEntriesAreRefused) {
   EXPECT_EQ(registry.names(), "fake");
 }
 
-// The list follows the build: ofi with --config=ofi, nothing by default.
+// The list follows the build: ofi with --config=ofi, ibv with --config=ibv
+// (first: the higher priority), nothing by default.
 TEST(LinkedBackends, HoldTheBackendsOfThisBuild) {
   const registry_t& linked = linked_backends();
   EXPECT_EQ(&linked, &linked_backends());
-#if defined(LCI_TEST_EXPECT_OFI)
-  EXPECT_EQ(linked.names(), "ofi");
-#else
-  EXPECT_EQ(linked.names(), "none");
+  std::string expected;
+#if defined(LCI_TEST_EXPECT_IBV)
+  expected = "ibv";
 #endif
+#if defined(LCI_TEST_EXPECT_OFI)
+  expected += expected.empty() ? "ofi" : ", ofi";
+#endif
+  EXPECT_EQ(linked.names(), expected.empty() ? "none" : expected);
 }
 
 }  // namespace
