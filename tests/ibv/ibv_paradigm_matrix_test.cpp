@@ -9,35 +9,18 @@
 // The ThreadSanitizer build skips it (one OS thread, nothing to find).
 #include <gtest/gtest.h>
 
-#include <string>
-#include <tuple>
 
 #include "sim/sim_harness_gtest.hpp"
 #include "tests/ibv/ibv_emu_runtime.hpp"
+#include "tests/runtime/paradigm_matrix.hpp"
 #include "tests/runtime/workload.hpp"
 
 namespace {
 
-using lci::runtime_test::completion_t;
-using lci::runtime_test::paradigm_t;
-using lci::runtime_test::size_class_t;
+using lci::runtime_test::matrix_param_t;
+using lci::runtime_test::ranks_count_of;
+using lci::runtime_test::workload_of;
 using lci::runtime_test::workload_t;
-
-// (threads, device per thread, ranks, size, completion, paradigm); the
-// paradigm varies fastest, so that shards mix the costly dimensions.
-using matrix_param_t = std::tuple<int, bool, int, size_class_t, completion_t, paradigm_t>;
-
-workload_t workload_of(const matrix_param_t& param) {
-  workload_t workload;
-  workload.threads_count = std::get<0>(param);
-  workload.device_per_thread = std::get<1>(param);
-  workload.size = std::get<3>(param);
-  workload.completion = std::get<4>(param);
-  workload.paradigm = std::get<5>(param);
-  return workload;
-}
-
-int ranks_count_of(const matrix_param_t& param) { return std::get<2>(param); }
 
 class IbvParadigmMatrix : public ::testing::TestWithParam<matrix_param_t> {};
 
@@ -68,24 +51,7 @@ TEST_P(IbvParadigmMatrix, DeliversEveryByteAndEveryStatus) {
   });
 }
 
-std::string case_name(const ::testing::TestParamInfo<matrix_param_t>& info) {
-  return lci::runtime_test::describe(workload_of(info.param)) + "_r" +
-         std::to_string(ranks_count_of(info.param));
-}
-
-INSTANTIATE_TEST_SUITE_P(
-    All, IbvParadigmMatrix,
-    ::testing::Combine(::testing::Values(1, 4), ::testing::Bool(), ::testing::Values(2, 4),
-                       ::testing::Values(size_class_t::zero, size_class_t::eight,
-                                         size_class_t::inject, size_class_t::inject_plus_1,
-                                         size_class_t::bcopy, size_class_t::bcopy_plus_1,
-                                         size_class_t::k64, size_class_t::m1),
-                       ::testing::Values(completion_t::sync, completion_t::cq_lcrq,
-                                         completion_t::cq_array, completion_t::handler,
-                                         completion_t::counter, completion_t::graph),
-                       ::testing::Values(paradigm_t::send_recv, paradigm_t::am, paradigm_t::put,
-                                         paradigm_t::put_signal, paradigm_t::get,
-                                         paradigm_t::get_signal)),
-    case_name);
+INSTANTIATE_TEST_SUITE_P(All, IbvParadigmMatrix, lci::runtime_test::matrix_cases(),
+                         lci::runtime_test::matrix_case_name);
 
 }  // namespace
