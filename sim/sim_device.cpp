@@ -354,6 +354,8 @@ error_t sim_device_t::register_locked(void* address, std::size_t size, net_mr_t*
   detail::port_guard_t guard(port_->lock, detail::port_guard_t::mode_t::try_once);
   if (!guard.owns_lock()) return errorcode_t::retry_lock;
   if (draw(fault_kind_t::registration_failure)) return errorcode_t::retry_nomem;
+  const std::size_t size_max = world_.options().registration_size_max;
+  if (size_max != 0 && size > size_max) return errorcode_t::fatal;  // never, not just now
   auto& table = port_->registrations;
   auto free_slot = std::find_if(table.begin(), table.end(),
                                 [](const detail::registration_t& r) { return !r.live; });

@@ -318,6 +318,7 @@ void run_body(harness_state_t& state, int rank, const std::function<void(rank_en
   }
   rank_host_t::bind_current(nullptr);
   state.world.note_wait(rank, "(returned)");
+  state.world.rank_exited(rank);
 }
 
 std::string mode_name(world_mode_t mode) {

@@ -84,14 +84,14 @@ std::string describe_world_options(const world_options_t& o) {
   std::snprintf(line, sizeof(line),
                 "lci sim world: seed=%llu ranks=%d latency_ticks=%llu jitter_ticks=%llu "
                 "bytes_per_tick=%llu net_max_sends=%zu net_max_recvs=%zu net_max_cqes=%zu "
-                "inject_size_max=%zu registrations_max=%zu rma_waits_for_target=%d "
-                "requires_local_mr=%d multi_recv=%d profile=%s faults: ",
+                "inject_size_max=%zu registrations_max=%zu registration_size_max=%zu "
+                "rma_waits_for_target=%d requires_local_mr=%d multi_recv=%d profile=%s faults: ",
                 static_cast<unsigned long long>(o.seed), o.ranks_count,
                 static_cast<unsigned long long>(o.latency_ticks),
                 static_cast<unsigned long long>(o.jitter_ticks),
                 static_cast<unsigned long long>(o.bytes_per_tick), o.net_max_sends,
                 o.net_max_recvs, o.net_max_cqes, o.inject_size_max, o.registrations_max,
-                o.rma_waits_for_target ? 1 : 0, o.requires_local_mr ? 1 : 0,
+                o.registration_size_max, o.rma_waits_for_target ? 1 : 0, o.requires_local_mr ? 1 : 0,
                 o.multi_recv ? 1 : 0, get_profile_name(o.profile.kind));
   return line + describe_faults(o.faults);
 }
@@ -180,10 +180,12 @@ world_t::world_t(const world_options_t& options) : options_(options) {
     wires_[k].prng = prng_t(options_.seed).fork(stream_wire_base + k);
   }
   crashed_.reset(new util::atomic<bool>[ranks]);
+  exited_.reset(new util::atomic<bool>[ranks]);
   waiting_for_.reset(new util::atomic<const char*>[ranks]);
   quiet_call_.reset(new util::atomic<const char*>[ranks]);
   for (std::size_t r = 0; r < ranks; ++r) {
     crashed_[r].store(false, util::mo_relaxed);  // relaxed: before sharing
+    exited_[r].store(false, util::mo_relaxed);   // relaxed: before sharing
     waiting_for_[r].store(nullptr, util::mo_relaxed);  // relaxed: before sharing
     quiet_call_[r].store(nullptr, util::mo_relaxed);  // relaxed: before sharing
   }
@@ -292,6 +294,38 @@ void world_t::crash_rank(int rank) {
       port->drop_recvs();
       port->cq_count = 0;  // its completions die with it
       waiting = port->waiting_detach();
+    }
+    fail_packets(waiting, rank);
+  }
+  fail_packets(early, rank);
+  note_progress();
+}
+
+void world_t::rank_exited(int rank) {
+  LCI_ASSERT(rank >= 0 && rank < options_.ranks_count, "rank_exited: rank out of range");
+  packet_t* early = nullptr;
+  {
+    util::spinlock_guard_t guard(lock_);
+    // release: pairs with has_exited(); set before the ports' waiting lists
+    // are emptied below, so a delivery that takes a port's lock after that
+    // finds the mark and fails instead of waiting.
+    exited_[rank].store(true, util::mo_release);
+    for (std::uint32_t k = 0; k < options_.devices_per_rank_max; ++k) {
+      port_slot_t& s = slot(rank, k);
+      if (s.early_tail != nullptr) {  // a device it never allocated
+        s.early_tail->next = early;
+        early = s.early_head;
+        s.early_head = s.early_tail = nullptr;
+      }
+    }
+  }
+  for (std::uint32_t k = 0; k < options_.devices_per_rank_max; ++k) {
+    port_t* port = find_port(rank, k);
+    if (port == nullptr) continue;
+    packet_t* waiting = nullptr;
+    {
+      detail::port_guard_t guard(port->lock, detail::port_guard_t::mode_t::wait);
+      if (!port->open) waiting = port->waiting_detach();
     }
     fail_packets(waiting, rank);
   }
@@ -509,6 +543,11 @@ bool world_t::deliver(packet_t* packet, bool target_calls) {
   if (target == nullptr) {
     util::spinlock_guard_t guard(lock_);
     target = find_port(packet->target_rank, packet->device_index);
+    if (target == nullptr && has_exited(packet->target_rank)) {  // never will be
+      local.fault = net_fault_t::peer_crashed;
+      complete_local(packet, local);
+      return true;
+    }
     if (target == nullptr) {  // held until the device is allocated there
       port_slot_t& s = slot(packet->target_rank, packet->device_index);
       if (s.early_tail == nullptr) {
@@ -530,7 +569,7 @@ bool world_t::deliver(packet_t* packet, bool target_calls) {
 bool world_t::deliver_at_target(port_t& target, packet_t& packet, net_status_t* local,
                                 bool target_calls) {
   detail::port_guard_t guard(target.lock, detail::port_guard_t::mode_t::wait);
-  if (target.crashed) {
+  if (target.crashed || (!target.open && has_exited(target.rank))) {
     local->fault = net_fault_t::peer_crashed;
     return true;
   }

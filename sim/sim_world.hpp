@@ -104,6 +104,11 @@ struct world_options_t {
   std::size_t inject_size_max = 64;
   std::size_t max_msg_size = 1 << 20;
   std::size_t registrations_max = 16;
+  // The largest region a device registers (0: any size). A larger one is
+  // refused for good (fatal), as a verbs HCA refuses one over its
+  // max_mr_size or the process's RLIMIT_MEMLOCK: the protocol must then
+  // move the data without a registration.
+  std::size_t registration_size_max = 0;
   std::size_t devices_per_rank_max = 4;
   std::size_t deliveries_per_poll_max = 8;  // concurrent mode
   fault_options_t faults;
@@ -434,6 +439,18 @@ class world_t {
     return crashed_[rank].load(util::mo_acquire);
   }
   int crashed_count() const;
+  // `rank`'s body returned: as a process that exits, its closed devices are
+  // gone for good. What waits at one, and whatever reaches one later (or a
+  // device it never allocated), completes at its initiator with
+  // peer_crashed, as a real network fails operations to an exited process
+  // (the ofi backend finds it by pid). A device the body left open keeps
+  // taking messages. A correct program sends nothing there: its peers
+  // finished the leaving barrier (docs/design/runtime.md, "Leaving").
+  void rank_exited(int rank);
+  bool has_exited(int rank) const {
+    // acquire: pairs with the release in rank_exited().
+    return exited_[rank].load(util::mo_acquire);
+  }
   // What the rank waits for (deadlock reports); `what` must be a literal.
   void note_wait(int rank, const char* what);
   // Concurrent mode: a backend call of `rank` changed nothing (a poll that
@@ -532,6 +549,7 @@ class world_t {
   std::unique_ptr<port_slot_t[]> slots_;  // [device_index * ranks + rank]
   std::unique_ptr<wire_t[]> wires_;       // [device_index], concurrent mode
   std::unique_ptr<util::atomic<bool>[]> crashed_;
+  std::unique_ptr<util::atomic<bool>[]> exited_;
   std::unique_ptr<util::atomic<const char*>[]> waiting_for_;
   std::unique_ptr<util::atomic<const char*>[]> quiet_call_;  // concurrent mode
   util::atomic<int> crashed_count_{0};
