@@ -239,7 +239,9 @@ class net_device_t {
                                 std::size_t statuses_max) = 0;
 
   // Registration may fail for lack of resources: returns retry_nomem and
-  // leaves *mr empty.
+  // leaves *mr empty. fatal (*mr empty): the network will never register
+  // this region (over its largest registration, locked-memory limit, memory
+  // it cannot pin); the protocol then moves the data without one.
   [[nodiscard]] virtual error_t register_memory(void* address, std::size_t size,
                                                 net_mr_t* mr) = 0;
   virtual void deregister_memory(net_mr_t* mr) = 0;

@@ -1,5 +1,6 @@
 #include "lci/progress/progress.hpp"
 
+#include <cstddef>
 #include <exception>
 #include <stdexcept>
 #include <string>
@@ -99,6 +100,17 @@ void dispatch_arrival(device_impl_t& device, const backend::net_status_t& status
       if (why != nullptr) throw_corrupt("RTR", status, why);
       handle_rtr(device, status.rank, rtr);
       return;
+    }
+    case protocol::msg_type_t::rdv_data: {  // as a message: a chunk of a copied rendezvous
+      rdv_chunk_t chunk;
+      const char* why = protocol::imm_has_header(status.imm_data)
+                            ? protocol::decode_rdv_chunk(status.buffer, status.length, &chunk)
+                            : "rendezvous data as a message without its chunk header";
+      if (why != nullptr) throw_corrupt("rendezvous chunk", status, why);
+      handle_rdv_chunk(device, status.rank, protocol::imm_value(status.imm_data), chunk,
+                       static_cast<const std::byte*>(status.buffer) + sizeof(chunk),
+                       status.length - sizeof(chunk));
+      return;  // the arrival gives the packet back
     }
     case protocol::msg_type_t::fin:
       arrival.release();

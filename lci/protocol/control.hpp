@@ -1,12 +1,14 @@
-// The rendezvous control messages as they travel (rts_t, rtr_t), and their
-// decoders: an RTS or RTR is bytes from a peer, so every field the protocol
+// The rendezvous control messages as they travel (rts_t, rtr_t, and the
+// rdv_chunk_t that leads each packet of a rendezvous copied through packets),
+// and their decoders: an RTS, RTR or chunk is bytes from a peer, so every field the protocol
 // acts on is checked before it is trusted. A decoder that refuses names
 // what is wrong; progress (progress.cpp) throws std::runtime_error with it
 // and the sender's rank, as for any corrupt arrival, instead of asserting
 // or reading past the message.
 //
-// What a decoder cannot see, handle_rtr() checks against the send the RTR
-// names: that the size to write is at most the message's.
+// What a decoder cannot see, the handlers check against the request the
+// message names: handle_rtr() that the size to write is at most the
+// message's, handle_rdv_chunk() that the chunk lies inside the receive.
 //
 // Thread safety: pure functions. Blocking: never. Allocation: none.
 // fuzz/rdv_control_fuzz.cpp feeds them arbitrary bytes.
@@ -32,6 +34,21 @@ struct rts_t {
   std::uint8_t padding[6];
 };
 
+// How the sender is to move a rendezvous's data (rtr_t::mode).
+enum class rtr_mode_t : std::uint32_t {
+  // An RDMA write into the registration the RTR names, then a FIN (or the
+  // write's immediate data).
+  write = 0,
+  // The receive was too small and finished already; the sender moves
+  // nothing and completes its send with errorcode_t::fatal.
+  refused = 1,
+  // The receiver holds no registration for the buffer (none could be had:
+  // docs/design/runtime.md, "Registrations"): the sender copies the data
+  // through packets, each led by an rdv_chunk_t, and the receive completes
+  // when every byte has landed. base, offset and rkey mean nothing.
+  copy = 2,
+};
+
 // Rendezvous "ready to receive".
 struct rtr_t {
   std::uint64_t send_request;
@@ -44,16 +61,23 @@ struct rtr_t {
   std::uint64_t offset;
   std::uint64_t rkey;
   std::uint64_t size;     // what the sender writes: min(message, receive capacity)
-  std::uint32_t rdv_id;   // the receiver's rendezvous id (FIN / write-with-imm)
-  // 1: the receive was too small and finished already; the sender writes
-  // nothing and completes its send with errorcode_t::fatal.
-  std::uint32_t refused;
+  std::uint32_t rdv_id;   // the receiver's rendezvous id (FIN / write-with-imm / chunks)
+  rtr_mode_t mode;
+};
+
+// Leads each packet of a rendezvous whose data is copied through packets (a
+// message of type rdv_data with the immediate's header bit; its value is the
+// receiver's rendezvous id): where in the receive the bytes after it go.
+struct rdv_chunk_t {
+  std::uint64_t offset;
 };
 
 }  // namespace lci::detail
 
 namespace lci::protocol {
 
+using detail::rdv_chunk_t;
+using detail::rtr_mode_t;
 using detail::rtr_t;
 using detail::rts_t;
 
@@ -77,8 +101,16 @@ inline const char* decode_rts(const void* buffer, std::size_t length, std::size_
 inline const char* decode_rtr(const void* buffer, std::size_t length, rtr_t* out) {
   if (length < sizeof(rtr_t)) return "shorter than an RTR";
   std::memcpy(out, buffer, sizeof(rtr_t));
-  if (out->refused > 1) return "refused is neither 0 nor 1";
+  if (out->mode > rtr_mode_t::copy) return "no such rendezvous mode";
   if (out->offset + out->size < out->offset) return "offset + size wraps around";
+  return nullptr;
+}
+
+// As decode_rtr, for a chunk: nullptr when `length` bytes hold an
+// rdv_chunk_t and at least one byte of data after it.
+inline const char* decode_rdv_chunk(const void* buffer, std::size_t length, rdv_chunk_t* out) {
+  if (length <= sizeof(rdv_chunk_t)) return "no data after the chunk's offset";
+  std::memcpy(out, buffer, sizeof(rdv_chunk_t));
   return nullptr;
 }
 

@@ -1,6 +1,7 @@
 // Inject and buffer-copy (eager) sends and active messages, eager arrivals,
 // and the matching of sends with receives.
 #include <algorithm>
+#include <cstddef>
 #include <cstring>
 #include <stdexcept>
 #include <string>
@@ -59,9 +60,9 @@ protocol::msg_fields_t fields_of_post(const post_args_t& args, bool is_am) {
 
 }  // namespace
 
-error_t send_control(device_impl_t& device, int rank, const void* data, std::size_t size,
-                     std::uint32_t imm) {
-  if (size <= device.inject_size_max()) return device.net().post_sends(rank, data, size, imm);
+error_t send_packet(device_impl_t& device, int rank, const void* head, std::size_t head_size,
+                    const void* data, std::size_t size, std::uint32_t imm) {
+  LCI_ASSERT(head_size + size <= device.packet_payload_max(), "a message over a packet");
   request_t* request = device.take_request();
   if (request == nullptr) return errorcode_t::retry_nomem;
   void* packet = device.packet_pool()->pool.get();
@@ -69,19 +70,26 @@ error_t send_control(device_impl_t& device, int rank, const void* data, std::siz
     device_impl_t::give_back(request);
     return errorcode_t::retry_nopacket;
   }
-  LCI_ASSERT(size <= device.packet_payload_max(), "control message over a packet");
-  std::memcpy(packet, data, size);
+  auto* bytes = static_cast<std::byte*>(packet);
+  if (head_size > 0) std::memcpy(bytes, head, head_size);
+  if (size > 0) std::memcpy(bytes + head_size, data, size);
   request->kind = request_kind_t::send_eager;
   request->packet = packet;
   device.mark_in_flight(request);
   const error_t error =
-      device.net().post_send(rank, packet, size, backend::net_mr_t{}, imm, request);
+      device.net().post_send(rank, packet, head_size + size, backend::net_mr_t{}, imm, request);
   if (!error.is_done() && !error.is_posted()) {
     request->packet = nullptr;
     device_impl_t::give_back(request);
     device.packet_pool()->pool.put(packet);
   }
   return error;
+}
+
+error_t send_control(device_impl_t& device, int rank, const void* data, std::size_t size,
+                     std::uint32_t imm) {
+  if (size <= device.inject_size_max()) return device.net().post_sends(rank, data, size, imm);
+  return send_packet(device, rank, data, size, nullptr, 0, imm);
 }
 
 status_t post_send_or_am(const post_args_t& args, bool is_am) {

@@ -11,7 +11,10 @@
 //     eager_am     rcomp in the low imm_nbits_rcomp bits, tag above it
 //     rts, rtr     0 (the payload is an rts_t / rtr_t)
 //     fin,
-//     rdv_data     the receiving side's rendezvous id (rdv_table_t)
+//     rdv_data     the receiving side's rendezvous id (rdv_table_t); as a
+//                  message (not a write) it has bit 3 set and is a chunk of
+//                  a rendezvous copied through packets, its payload led by
+//                  an rdv_chunk_t (control.hpp)
 //     put_signal,
 //     get_signal   rcomp | tag, as eager_am (no header form: a put/get with
 //                  a remote completion whose tag/rcomp do not fit is refused)
@@ -35,7 +38,7 @@ enum class msg_type_t : std::uint8_t {
   rts = 2,         // rendezvous: ready to send
   rtr = 3,         // rendezvous: ready to receive (carries the target's rmr)
   fin = 4,         // rendezvous, write protocol: the data is in place
-  rdv_data = 5,    // rendezvous, write-with-immediate protocol: the data write
+  rdv_data = 5,    // rendezvous data: a write-with-immediate, or a copied chunk
   put_signal = 6,  // an RMA put with a remote completion
   get_signal = 7,  // sent after an RMA get with a remote completion
 };

@@ -125,6 +125,11 @@ void handle_local_completion(device_impl_t& device, const backend::net_status_t&
 [[nodiscard]] bool handle_rts(device_impl_t& device, int rank, const rts_t& rts);
 void handle_rtr(device_impl_t& device, int rank, const rtr_t& rtr);
 void handle_rdv_done(device_impl_t& device, std::uint32_t rdv_id);
+// A chunk of a rendezvous copied through packets (rtr_mode_t::copy): `size`
+// bytes for offset `chunk.offset` of the receive `rdv_id` names. Throws
+// std::runtime_error naming `rank` for a chunk outside that receive.
+void handle_rdv_chunk(device_impl_t& device, int rank, std::uint32_t rdv_id,
+                      const rdv_chunk_t& chunk, const void* data, std::size_t size);
 void handle_signal(device_impl_t& device, const backend::net_status_t& status,
                    protocol::msg_type_t type);
 void handle_rdv_write_done(device_impl_t& device, request_t* request);
@@ -151,5 +156,11 @@ void refuse_rts(device_impl_t& device, int rank, const rts_t& rts);
 // fits, else through a packet. Retry when the network refuses.
 error_t send_control(device_impl_t& device, int rank, const void* data, std::size_t size,
                      std::uint32_t imm);
+// Sends `head_size` bytes at `head` followed by `size` bytes at `data` as one
+// message, copied into a packet (send_control's packet path; the chunks of a
+// copied rendezvous). Retry when no request or packet is free or the
+// network refuses.
+error_t send_packet(device_impl_t& device, int rank, const void* head, std::size_t head_size,
+                    const void* data, std::size_t size, std::uint32_t imm);
 
 }  // namespace lci::detail

@@ -1,7 +1,11 @@
 // Zero-copy rendezvous (paper §4.3): RTS -> match (send) or allocate (AM) ->
 // RTR carrying the target buffer's remote key -> RDMA write -> FIN, or, with
 // the write-with-immediate protocol, a write whose immediate data completes
-// the receive and needs no FIN.
+// the receive and needs no FIN. Where either side can get no registration
+// for its buffer, the data is copied through packets instead (rtr_mode_t::
+// copy), so that running out of registrations never stalls a rendezvous.
+#include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <stdexcept>
@@ -96,6 +100,69 @@ bool handle_rts(device_impl_t& device, int rank, const rts_t& rts) {
   return true;
 }
 
+namespace {
+
+// Registers a rendezvous receive's buffer for the sender's write, from the
+// device's standing share (docs/design/runtime.md, "Registrations"). done;
+// retry_nomem or fatal when none can be had (the share is used up, the
+// network is out of registrations or will never register this buffer): the
+// caller copies through packets instead of waiting; another retry (a busy
+// lock) is worth waiting for.
+error_t register_receive(device_impl_t& device, request_t* recv) {
+  if (!device.take_standing_registration()) return errorcode_t::retry_nomem;
+  const error_t error =
+      device.net().register_memory(recv->status.buffer, recv->capacity, &recv->owned_mr);
+  if (!error.is_done()) {
+    device.return_standing_registration();  // nothing was registered
+    return error;
+  }
+  recv->mr = recv->owned_mr;
+  return errorcode_t::done;
+}
+
+// Whether a registration refused with `error` is worth waiting for, rather
+// than copying through packets.
+bool registration_may_come(error_t error) {
+  return error.is_retry() && error.errorcode != errorcode_t::retry_nomem;
+}
+
+// The sender's side of rtr_mode_t::copy, as a backlog step: `size` bytes of
+// `send`'s buffer to the receive `rdv_id` names, in packet-sized chunks, as
+// many as the network takes at once (the pipeline); a refused chunk leaves
+// the step to resume there. The send is done once every chunk is in a
+// packet: its buffer is free again.
+error_t copy_rdv_data(device_impl_t& device, request_t* send, int rank, std::size_t size,
+                      std::uint32_t rdv_id) {
+  const std::size_t chunk_max = device.packet_payload_max() - sizeof(rdv_chunk_t);
+  const std::uint32_t imm = protocol::make_imm(protocol::msg_type_t::rdv_data, rdv_id,
+                                               /*header=*/true);
+  const auto* buffer = static_cast<const std::byte*>(send->status.buffer);
+  // relaxed: only this step touches a send's count, one run at a time
+  // (the backlog hands a step to one thread).
+  std::size_t offset = send->copied.load(util::mo_relaxed);
+  while (offset < size) {
+    const std::size_t length = std::min(chunk_max, size - offset);
+    const rdv_chunk_t chunk{offset};
+    const error_t error =
+        send_packet(device, rank, &chunk, sizeof(chunk), buffer + offset, length, imm);
+    if (!error.is_done() && !error.is_posted()) return error;
+    offset += length;
+    send->copied.store(offset, util::mo_relaxed);  // relaxed: as above
+  }
+  complete_request(send, errorcode_t::done);
+  return errorcode_t::done;
+}
+
+void start_copy(device_impl_t& device, request_t* send, int rank, std::size_t size,
+                std::uint32_t rdv_id) {
+  device_impl_t* device_ptr = &device;
+  (void)device.run_or_backlog([device_ptr, send, rank, size, rdv_id]() -> error_t {
+    return copy_rdv_data(*device_ptr, send, rank, size, rdv_id);
+  });
+}
+
+}  // namespace
+
 void start_rtr(device_impl_t& device, request_t* recv, const rts_t& rts) {
   recv->peer_request = rts.send_request;
   device.mark_in_flight(recv);
@@ -109,27 +176,27 @@ void start_rtr(device_impl_t& device, request_t* recv, const rts_t& rts) {
     device_impl_t& d = *device_ptr;
     // A crash failed it while this step waited: the buffer may be gone.
     if (d.runtime()->is_failed(recv)) return errorcode_t::done;
+    rtr_t rtr{};
+    rtr.mode = rtr_mode_t::write;
     if (recv->mr.is_empty()) {
       // Held until the data lands, which only the sender's progress brings
       // about: from the receives' share, so that the sender's own write
       // always finds one here when this rank is the sender of another.
-      if (!d.take_standing_registration()) return errorcode_t::retry_nomem;
-      const error_t error =
-          d.net().register_memory(recv->status.buffer, recv->capacity, &recv->owned_mr);
-      if (!error.is_done()) {
-        d.return_standing_registration();  // nothing was registered
-        return error;
-      }
-      recv->mr = recv->owned_mr;
+      // None to be had: the data comes through packets, never a wait for
+      // a registration that a peer's progress would have to free.
+      const error_t error = register_receive(d, recv);
+      if (registration_may_come(error)) return error;
+      if (!error.is_done()) rtr.mode = rtr_mode_t::copy;
     }
     if (recv->rdv_id == rdv_id_none) recv->rdv_id = d.rdv_table().add(recv);
-    const backend::net_rmr_t rmr = d.net().get_rmr(recv->mr);
-    rtr_t rtr{};
+    if (rtr.mode == rtr_mode_t::write) {
+      const backend::net_rmr_t rmr = d.net().get_rmr(recv->mr);
+      rtr.base = rmr.base;
+      rtr.offset = reinterpret_cast<std::uintptr_t>(recv->status.buffer) -
+                   reinterpret_cast<std::uintptr_t>(recv->mr.base);
+      rtr.rkey = rmr.rkey;
+    }
     rtr.send_request = recv->peer_request;
-    rtr.base = rmr.base;
-    rtr.offset = reinterpret_cast<std::uintptr_t>(recv->status.buffer) -
-                 reinterpret_cast<std::uintptr_t>(recv->mr.base);
-    rtr.rkey = rmr.rkey;
     rtr.size = recv->status.size;
     rtr.rdv_id = recv->rdv_id;
     // After this send succeeds the sender may write and complete the
@@ -143,7 +210,7 @@ void refuse_rts(device_impl_t& device, int rank, const rts_t& rts) {
   rtr_t rtr{};
   rtr.send_request = rts.send_request;
   rtr.rdv_id = rdv_id_none;
-  rtr.refused = 1;
+  rtr.mode = rtr_mode_t::refused;
   device_impl_t* device_ptr = &device;
   (void)device.run_or_backlog([device_ptr, rank, rtr]() -> error_t {
     return send_control(*device_ptr, rank, &rtr, sizeof(rtr),
@@ -172,26 +239,37 @@ void handle_rtr(device_impl_t& device, int rank, const rtr_t& rtr) {
   }
   // The network holds it from here on (the write reports any fault).
   if (!device.runtime()->unwatch(send)) return;  // a crash of the target failed it
-  if (rtr.refused != 0) {  // the receive was too small (the receiver threw)
+  if (rtr.mode == rtr_mode_t::refused) {  // the receive was too small (the receiver threw)
     complete_request(send, errorcode_t::fatal);
+    return;
+  }
+  const std::size_t size = rtr.size;
+  const std::uint32_t rdv_id = rtr.rdv_id;
+  if (rtr.mode == rtr_mode_t::copy) {
+    start_copy(device, send, rank, size, rdv_id);
     return;
   }
   const bool with_imm = device.runtime()->attr().rdv_protocol == attr_rdv_protocol_t::writeimm &&
                         device.net().attr().supports_put_imm;
-  if (!with_imm) send->rdv_id = rtr.rdv_id;
+  if (!with_imm) send->rdv_id = rdv_id;
   device_impl_t* device_ptr = &device;
   const backend::net_rmr_t rmr{rtr.base, rtr.rkey};
   const std::uint64_t offset = rtr.offset;
-  const std::size_t size = rtr.size;
-  const std::uint32_t rdv_id = rtr.rdv_id;
   (void)device.run_or_backlog([device_ptr, send, rank, rmr, offset, size, rdv_id,
                                with_imm]() -> error_t {
     backend::net_device_t& net = device_ptr->net();
     // Registered only now (see post_rts); held until the write completes,
-    // which needs no peer's progress. Kept across a refused write.
+    // which needs no peer's progress. Kept across a refused write. None to
+    // be had: the data goes through packets (the receive's chunks count
+    // bytes, whichever way its buffer was offered).
     if (send->mr.is_empty() && net.attr().requires_local_mr) {
       const error_t error = net.register_memory(send->status.buffer, size, &send->owned_mr);
-      if (!error.is_done()) return error;
+      if (registration_may_come(error)) return error;
+      if (!error.is_done()) {
+        send->rdv_id = rdv_id_none;  // no FIN: the last chunk completes the receive
+        start_copy(*device_ptr, send, rank, size, rdv_id);
+        return errorcode_t::done;
+      }
       send->mr = send->owned_mr;
     }
     if (with_imm) {
@@ -218,6 +296,34 @@ void handle_rdv_done(device_impl_t& device, std::uint32_t rdv_id) {
   request_t* recv = device.rdv_table().take(rdv_id);
   if (!device.runtime()->unwatch(recv)) return;  // a crash of the sender failed it
   complete_request(recv, errorcode_t::done);
+}
+
+void handle_rdv_chunk(device_impl_t& device, int rank, std::uint32_t rdv_id,
+                      const rdv_chunk_t& chunk, const void* data, std::size_t size) {
+  request_t* recv = device.rdv_table().at(rdv_id);
+  // The bytes go where the chunk says: only inside the receive it names.
+  if (recv->kind != request_kind_t::recv || chunk.offset > recv->status.size ||
+      size > recv->status.size - chunk.offset) {
+    throw std::runtime_error("lci: a corrupt rendezvous chunk from rank " + std::to_string(rank) +
+                             ": " + std::to_string(size) + " bytes at offset " +
+                             std::to_string(chunk.offset) + " of a receive of " +
+                             std::to_string(recv->status.size));
+  }
+  // A crash of the sender failed it: the buffer may be the user's again.
+  // (A crash between this check and the copy below is the window the
+  // backlogged RTR step has too: docs/design/runtime.md, "Crashed peers".)
+  if (device.runtime()->is_failed(recv)) return;
+  std::memcpy(static_cast<std::byte*>(recv->status.buffer) + chunk.offset, data, size);
+  // acq_rel: release publishes this chunk's bytes to the thread whose chunk
+  // completes the receive; acquire, on that thread, sees every other
+  // chunk's bytes before the completion object hears of them.
+  const std::size_t before = recv->copied.fetch_add(size, util::mo_acq_rel);
+  if (before + size > recv->status.size) {
+    throw std::runtime_error("lci: a corrupt rendezvous chunk from rank " + std::to_string(rank) +
+                             ": more bytes than the receive's " +
+                             std::to_string(recv->status.size) + " (a chunk twice?)");
+  }
+  if (before + size == recv->status.size) handle_rdv_done(device, rdv_id);
 }
 
 }  // namespace lci::detail

@@ -88,6 +88,11 @@ struct request_t {
   std::uint32_t signal_imm = 0;
   std::uint32_t rdv_id = rdv_id_none;  // recv: our id; send_rdv (write): the target's, for FIN
   std::uint64_t peer_request = 0;      // recv rdv: the sender's send id, echoed in the RTR
+  // A rendezvous copied through packets (rtr_mode_t::copy): the send's
+  // bytes handed to the network so far (only its backlog step touches it),
+  // or the receive's bytes landed so far (chunks land on any thread; the
+  // one whose bytes make it whole completes the receive).
+  util::atomic<std::size_t> copied{0};
   // Crashed peers (runtime_impl_t::watch): a request that waits on its peer
   // while the network holds nothing of it (a receive in the matching table,
   // a rendezvous between its RTS and its data) is linked into its device's

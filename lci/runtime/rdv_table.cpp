@@ -22,12 +22,21 @@ std::uint32_t rdv_table_t::add(request_t* request) {
   return static_cast<std::uint32_t>(slots_.size() - 1);
 }
 
-request_t* rdv_table_t::take(std::uint32_t id) {
-  util::spinlock_guard_t guard(lock_);
+request_t* rdv_table_t::slot_in_use(std::uint32_t id) const {
   if (id >= slots_.size() || slots_[id] == nullptr) {
     throw std::logic_error("lci: rendezvous id " + std::to_string(id) + " is not in use");
   }
-  request_t* request = slots_[id];
+  return slots_[id];
+}
+
+request_t* rdv_table_t::at(std::uint32_t id) {
+  util::spinlock_guard_t guard(lock_);
+  return slot_in_use(id);
+}
+
+request_t* rdv_table_t::take(std::uint32_t id) {
+  util::spinlock_guard_t guard(lock_);
+  request_t* request = slot_in_use(id);
   slots_[id] = nullptr;
   free_.push_back(id);
   return request;

@@ -4,9 +4,9 @@
 // and the send's comes back in the RTR, where a peer's bytes must be looked
 // up, never dereferenced. Ids are reused after take().
 //
-// Thread safety: add() and take() may run concurrently (one spinlock; both
-//                are a few loads and stores).
-// Blocking:      spins only while another thread is inside add/take.
+// Thread safety: add(), at() and take() may run concurrently (one spinlock;
+//                each is a few loads and stores).
+// Blocking:      spins only while another thread is inside one of them.
 // Allocation:    add() may grow the slot vector (amortised; rare path).
 // Limits:        2^28 ids in use at once; beyond it add() throws
 //                std::length_error naming the limit.
@@ -27,8 +27,13 @@ class rdv_table_t {
   // Removes and returns the request of `id`; throws std::logic_error naming
   // the id when none is stored (a corrupted or duplicated FIN).
   request_t* take(std::uint32_t id);
+  // The request of `id`, left in place (the chunks of a copied rendezvous
+  // find their receive; the last one takes it). Throws as take().
+  request_t* at(std::uint32_t id);
 
  private:
+  request_t* slot_in_use(std::uint32_t id) const;  // under lock_; throws as take()
+
   util::spinlock_t lock_;
   std::vector<request_t*> slots_;      // under lock_
   std::vector<std::uint32_t> free_;    // under lock_

@@ -3,7 +3,9 @@
 // Three families, as in the paper: done (finished, nothing more will happen),
 // posted (accepted; a completion object is signalled later) and retry
 // (nothing happened; the caller still owns everything it passed and may call
-// again). Fatal errors are never returned: they are thrown as exceptions.
+// again). Fatal errors are thrown as exceptions, and returned only where an
+// interface says so (a COMP_NULL operation's own failure, a network that will
+// never register a region: backends/backend.hpp).
 //
 // The enumerators and their order follow the public API; is_done(),
 // is_posted() and is_retry() rely on each family being one contiguous range.
@@ -24,7 +26,7 @@ enum class errorcode_t : std::uint8_t {
   retry_nopacket,  // the packet pool is empty (a steal failed too)
   retry_nomem,     // a bounded queue/table/network queue is full
   retry_backlog,   // earlier requests wait in the backlog queue
-  fatal,           // never returned; marks the end of the range
+  fatal,           // see above; also marks the end of the retry range
 };
 
 const char* get_errorcode_str(errorcode_t code);

@@ -176,14 +176,19 @@ void run_sendrecv_phase(const rdv_burst_t& o, int me, int ranks) {
 }  // namespace
 
 void run_rdv_burst(const rdv_burst_t& options) {
-  if (options.am_count < 0 || options.sendrecv_count < 0) {
-    throw std::invalid_argument("rdv_burst: negative message count");
+  if (options.am_count < 0 || options.sendrecv_count < 0 || options.held_registrations < 0) {
+    throw std::invalid_argument("rdv_burst: negative count");
   }
   g_runtime_init();
   const int me = get_rank_me();
   const int ranks = get_rank_n();
+  std::vector<std::vector<char>> held_regions(static_cast<std::size_t>(options.held_registrations),
+                                              std::vector<char>(4096));
+  std::vector<mr_t> held;
+  for (auto& region : held_regions) held.push_back(register_memory(region.data(), region.size()));
   if (options.am_count > 0) run_am_phase(options, me, ranks);
   if (options.sendrecv_count > 0) run_sendrecv_phase(options, me, ranks);
+  for (mr_t& mr : held) deregister_memory(&mr);
   g_runtime_fina();
 }
 

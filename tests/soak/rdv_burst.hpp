@@ -18,6 +18,8 @@
 // Phase 2 (send/recv): `sendrecv_count` sends and as many receives of
 // `size` bytes per peer (itself included), tags 0 .. count-1, posted in one
 // shuffled order per rank; every completion goes to one counter.
+// With held_registrations, the program's own registrations stand through
+// both phases.
 // Every byte received is checked against its (source, target, tag/index)
 // pattern; each rank checks it got exactly what was sent to it (an active
 // message's first 8 bytes carry its index, and each index arrives once).
@@ -39,6 +41,10 @@ struct rdv_burst_t {
   std::size_t size = 65536;
   burst_target_t target = burst_target_t::next;
   std::uint64_t seed = 1;  // random targets and the phase-2 order
+  // Registrations of 4 KiB regions the program makes before the phases and
+  // holds through both: they leave rendezvous receives none of the
+  // device's standing share (docs/design/runtime.md, "Registrations").
+  int held_registrations = 0;
 };
 
 // One rank's body: g_runtime_init() ... g_runtime_fina() around both
