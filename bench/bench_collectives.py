@@ -16,7 +16,8 @@ NAME picks the launcher as in bench_systems.py (ours: lcirun; upstream: its
 lcrun; openmpi: mpirun.openmpi; mpich: mpiexec.mpich). One round runs every
 system once at each rank count. A latency cell is the median of the rounds
 (the best round in parentheses); a ratio is the median over rounds of
-ours / other within the round (lower is better for this LCI).
+ours / other within the round, with the ratio of the best rounds in
+parentheses (lower is better for this LCI).
 """
 
 import argparse
@@ -99,8 +100,14 @@ def latency_cell(samples, key, name):
 
 
 def ratio_cell(samples, key, first, second):
+    """The median paired ratio, and the ratio of the two best rounds in
+    parentheses (interference only slows a run down: on a busy machine the
+    steadier estimate; where the two disagree, the run was too noisy)."""
     ratios = samples.paired(key, first, second)
-    return "%.2f" % statistics.median(ratios) if ratios else "—"
+    if not ratios:
+        return "—"
+    best = min(samples.get(key, first)) / min(samples.get(key, second))
+    return "%.2f (%.2f)" % (statistics.median(ratios), best)
 
 
 def table_rows(names, cases, samples, ranks):
@@ -189,7 +196,9 @@ def write_results(options, names, cases, samples):
             "(%d timed calls below 64 KiB, %d from 64 KiB, after %d untimed), the maximum "
             "over the ranks; a cell is the median of the rounds, the best round in "
             "parentheses. A ratio is the median over rounds of LCI's latency over the other "
-            "system's in the same round: below 1, LCI is faster. Every result was checked "
+            "system's in the same round, the ratio of the two best rounds in parentheses "
+            "(other work only slows a run down: on a busy machine that is the steadier "
+            "estimate): below 1, LCI is faster. Every result was checked "
             "(first call and last timed call of each size). More ranks than the %d cores "
             "measure the scheduler as much as the libraries.\n\n"
             % (options.command, os.cpu_count(), options.load, options.rounds, options.provider,
