@@ -13,7 +13,8 @@ docs/bench_upstream.md describes both. Python 3 standard library only.
   bench_systems.py all --system NAME=DIR ... --out RESULTS_DIR [--rounds N] ...
 
 A system directory holds msgrate and bandwidth (and, for LCI, api_resources)
-from bench/build_programs.sh; its NAME picks the launcher: ours (the
+from bench/build_programs.sh; its NAME picks the launcher (bench_collectives.py
+uses the same systems for collective_latency): ours (the
 lcirun next to the install prefix, or --lcirun), upstream (lcrun of its
 source tree, with a private HOME), openmpi (mpirun.openmpi), mpich
 (mpiexec.mpich).
@@ -79,22 +80,23 @@ class System:
         return self.launcher + [path] + args
 
 
-def make_system(name, bin_dir, options, private_home):
+def make_system(name, bin_dir, options, private_home, ranks=2):
     provider = {"LCI_ATTR_OFI_PROVIDER_NAME": options.provider}
     timeout = ["timeout", str(options.timeout)]
+    n = str(ranks)
     if name in ("ours", "raw"):
         lcirun = options.lcirun
-        return System(name, bin_dir, [lcirun, "-n", "2", "--timeout", str(options.timeout)],
+        return System(name, bin_dir, [lcirun, "-n", n, "--timeout", str(options.timeout)],
                       provider)
     if name == "upstream":
         lcrun = os.path.join(options.upstream_source, "lcrun")
         env = dict(provider, HOME=private_home)
-        return System(name, bin_dir, timeout + [lcrun, "-n", "2"], env)
+        return System(name, bin_dir, timeout + [lcrun, "-n", n], env)
     if name == "openmpi":
         return System(name, bin_dir, timeout + ["mpirun.openmpi", "--allow-run-as-root",
-                                                "--oversubscribe", "-np", "2"], {})
+                                                "--oversubscribe", "-np", n], {})
     if name == "mpich":
-        return System(name, bin_dir, timeout + ["mpiexec.mpich", "-n", "2"], {})
+        return System(name, bin_dir, timeout + ["mpiexec.mpich", "-n", n], {})
     raise SystemExit("bench_systems: unknown system '%s'" % name)
 
 
@@ -481,6 +483,16 @@ def run_all_in(options, home):
     return report_failures(samples)
 
 
+def write_samples(path, samples, header):
+    """Every round's value of every target and system, as CSV."""
+    with open(path, "w") as data:
+        data.write(header + "\n")
+        for (key, system), values in sorted(samples.values.items()):
+            for index, value in enumerate(values):
+                if value is not None:
+                    data.write("%s,%s,%d,%.6g\n" % (key, system, index, value))
+
+
 def best_or_none(values):
     # Interference from other work only slows a run down: the fastest round
     # is the steadiest estimate of what a system can do on a busy machine.
@@ -491,8 +503,7 @@ def write_results(options, systems, threads_list, samples):
     out = options.out
     os.makedirs(out, exist_ok=True)
     names = [s.name for s in systems]
-    labels = {"ours": "LCI (this)", "upstream": "LCI (upstream)", "openmpi": "Open MPI",
-              "mpich": "MPICH"}
+    labels = LABELS
     # Data files for gnuplot: one column per system (the best round).
     series = [("sendrecv", name) for name in names] + [
         ("am", name) for name in names if name in ("ours", "upstream")]
@@ -510,21 +521,26 @@ def write_results(options, systems, threads_list, samples):
             row = [best_or_none(samples.get("bandwidth_%d" % size, n)) for n in names]
             data.write("%d %s\n" % (size, " ".join(
                 "%.0f" % v if v is not None else "NaN" for v in row)))
-    with open(os.path.join(out, "samples.csv"), "w") as data:
-        data.write("target,system,round,value\n")
-        for (key, system), values in sorted(samples.values.items()):
-            for index, value in enumerate(values):
-                if value is not None:
-                    data.write("%s,%s,%d,%.6g\n" % (key, system, index, value))
+    write_samples(os.path.join(out, "samples.csv"), samples, "target,system,round,value")
     plot(out, series, labels, len(threads_list))
     write_markdown(options, out, names, labels, threads_list, sizes, samples)
 
 
-# One colour per system in both plots; active messages dashed.
+# What tables and plots call each system.
+LABELS = {"ours": "LCI (this)", "upstream": "LCI (upstream)", "openmpi": "Open MPI",
+          "mpich": "MPICH"}
+# One colour per system in every plot; active messages dashed.
 COLORS = {"ours": "#7b1fa2", "upstream": "#2e7d32", "openmpi": "#1565c0", "mpich": "#ef6c00"}
 SIZE_TICKS = ", ".join('"%s" %d' % (label, size) for label, size in (
     ("16", 16), ("64", 64), ("256", 256), ("1K", 1024), ("4K", 4096), ("16K", 16384),
     ("64K", 65536), ("256K", 262144), ("1M", 1048576)))
+
+
+def png_terminal(gnuplot):
+    """pngcairo where this gnuplot has it, else png."""
+    terminals = subprocess.run([gnuplot, "-e", "set terminal"], capture_output=True,
+                               text=True)
+    return "pngcairo" if "pngcairo" in terminals.stdout + terminals.stderr else "png"
 
 
 def plot(out, series, labels, threads_count):
@@ -545,9 +561,7 @@ def plot(out, series, labels, threads_count):
         "'bandwidth.dat' using 1:($%d/1e9) with linespoints lw 2 pt 7 lc rgb '%s' title '%s'"
         % (column, COLORS.get(n, "black"), labels.get(n, n))
         for column, n in enumerate(names, start=2)]
-    terminals = subprocess.run([gnuplot, "-e", "set terminal"], capture_output=True,
-                               text=True)
-    terminal = "pngcairo" if "pngcairo" in terminals.stdout + terminals.stderr else "png"
+    terminal = png_terminal(gnuplot)
     script = """
 set terminal %s size 800,560 noenhanced
 set grid

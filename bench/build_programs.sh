@@ -8,6 +8,9 @@
 #                        transport (bench/ofi_lci_transport.cpp) or the MPI
 #                        one (bench/mpi_transport.cpp)
 #   api_resources        bench/api_resources.cpp (LCI only)
+#   collective_latency   the driver of bench/collective_latency.{hpp,cpp}
+#                        with LCI's collectives (collective_latency_lci.cpp)
+#                        or MPI's (collective_latency_mpi.cpp)
 #
 # usage: bench/build_programs.sh --out DIR WHAT
 #   WHAT is one of
@@ -83,7 +86,9 @@ bench_dir=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$out/src/bench"
 out=$(cd "$out" && pwd)
 for f in ofi_bench.hpp ofi_bench.cpp ofi_lci_transport.hpp ofi_lci_transport.cpp \
-         mpi_transport.hpp mpi_transport.cpp api_resources.cpp; do
+         mpi_transport.hpp mpi_transport.cpp mpi_check.hpp api_resources.cpp \
+         collective_latency.hpp collective_latency.cpp collective_latency_lci.cpp \
+         collective_latency_mpi.cpp; do
   cp "$bench_dir/$f" "$out/src/bench/$f"
 done
 for bench in msgrate bandwidth; do
@@ -111,8 +116,10 @@ src=$out/src/bench
 if [ "$kind" = mpi ]; then
   compile msgrate "$src/ofi_bench.cpp" "$src/mpi_transport.cpp" "$src/mpi_msgrate_main.cpp"
   compile bandwidth "$src/ofi_bench.cpp" "$src/mpi_transport.cpp" "$src/mpi_bandwidth_main.cpp"
+  compile collective_latency "$src/collective_latency.cpp" "$src/collective_latency_mpi.cpp"
 else
   compile msgrate "$src/ofi_bench.cpp" "$src/ofi_lci_transport.cpp" "$src/lci_msgrate_main.cpp"
   compile bandwidth "$src/ofi_bench.cpp" "$src/ofi_lci_transport.cpp" "$src/lci_bandwidth_main.cpp"
   compile api_resources "$src/api_resources.cpp"
+  compile collective_latency "$src/collective_latency.cpp" "$src/collective_latency_lci.cpp"
 fi

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "bench/mpi_check.hpp"
+
 namespace lci::bench {
 
 namespace {
@@ -15,14 +17,6 @@ namespace {
 // Sends in flight per channel before try_send() answers "no room": a
 // window's worth, twice (the driver never has more than one window out).
 constexpr std::size_t sends_in_flight_factor = 2;
-
-void check_mpi(int code, const char* call) {
-  if (code == MPI_SUCCESS) return;
-  char text[MPI_MAX_ERROR_STRING];
-  int length = 0;
-  MPI_Error_string(code, text, &length);
-  fail(call, std::string(text, static_cast<std::size_t>(length)));
-}
 
 // Completes what has finished among `requests` (MPI_Testsome) and removes
 // those entries; returns how many finished. With `statuses`, fills it with

@@ -5,10 +5,14 @@
 # RESULTS_DIR/results.md (a table of medians), msgrate.png (rate against
 # threads) and bandwidth.png (bandwidth against size), one line per system,
 # with the data behind them (docs/bench_upstream.md).
+# With --collectives it runs collective_latency instead (every collective
+# by size, at each --ranks count) and writes RESULTS_DIR/collectives.md and
+# collectives_<ranks>.png (docs/bench_collectives.md).
 #
 # usage: bench/run_all.sh --upstream BUILD | --without-upstream
 #                         [--ours PREFIX] [--work DIR] [--out RESULTS_DIR]
 #                         [--rounds N] [--threads LIST]
+#                         [--collectives [--ranks LIST] [--iterations N]]
 #   --upstream BUILD      upstream LCI's CMake build directory (ofi backend;
 #                         docs/bench_upstream.md, "Building upstream")
 #   --without-upstream    leave upstream LCI out
@@ -18,9 +22,14 @@
 #   --out RESULTS_DIR     default bench/results/<UTC date>
 #   --rounds N            default 3
 #   --threads LIST        threads per process for the rate (default 1,2)
+#   --collectives         the collectives' latency against MPI's instead
+#   --ranks LIST          --collectives: processes per run (default 2,4)
+#   --iterations N        --collectives: timed calls per size below 64 KiB,
+#                         a quarter of them from 64 KiB (default 20)
 # All over shared memory, 2 processes: LCI over libfabric shm, MPI with its
 # own shared-memory transport. Needs bazel, mpicxx.openmpi, mpicxx.mpich
-# and gnuplot (tools/setup.sh installs them). About 3 minutes at 3 rounds.
+# and gnuplot (tools/setup.sh installs them). About 3 minutes at 3 rounds
+# (--collectives: about 2 minutes at 3 rounds, longer on a loaded machine).
 # Exit status: 0, 1 when a build or run failed, 2 for a usage error or a
 # missing prerequisite.
 set -euo pipefail
@@ -39,6 +48,9 @@ work=/tmp/lci_run_all
 out=
 rounds=3
 threads=1,2
+collectives=
+ranks=2,4
+iterations=20
 while [ $# -gt 0 ]; do
   case "$1" in
     --upstream) [ $# -ge 2 ] || usage; upstream=$2; shift 2 ;;
@@ -48,6 +60,9 @@ while [ $# -gt 0 ]; do
     --out) [ $# -ge 2 ] || usage; out=$2; shift 2 ;;
     --rounds) [ $# -ge 2 ] || usage; rounds=$2; shift 2 ;;
     --threads) [ $# -ge 2 ] || usage; threads=$2; shift 2 ;;
+    --collectives) collectives=1; shift ;;
+    --ranks) [ $# -ge 2 ] || usage; ranks=$2; shift 2 ;;
+    --iterations) [ $# -ge 2 ] || usage; iterations=$2; shift 2 ;;
     -h|--help) usage ;;
     *) echo "run_all: unknown argument '$1'" >&2; usage ;;
   esac
@@ -66,6 +81,8 @@ if [ -n "$upstream" ]; then
 fi
 case "$rounds" in ''|*[!0-9]*|0) die "--rounds $rounds is not a positive count" ;; esac
 case "$threads" in ''|*[!0-9,]*) die "--threads $threads is not a list like 1,2" ;; esac
+case "$ranks" in ''|*[!0-9,]*) die "--ranks $ranks is not a list like 2,4" ;; esac
+case "$iterations" in ''|*[!0-9]*|0) die "--iterations $iterations is not a positive count" ;; esac
 for tool in bazel mpicxx.openmpi mpirun.openmpi mpicxx.mpich mpiexec.mpich gnuplot; do
   command -v "$tool" >/dev/null || die "$tool is missing: run tools/setup.sh"
 done
@@ -92,6 +109,11 @@ for mpi in openmpi mpich; do
   systems+=(--system "$mpi=$work/$mpi")
 done
 
+if [ -n "$collectives" ]; then
+  exec python3 bench/bench_collectives.py --rounds "$rounds" --ranks "$ranks" \
+    --iterations "$iterations" --out "$out" --lcirun "$ours/bin/lcirun" \
+    --upstream-source "$upstream_source" --command "$command_line" "${systems[@]}"
+fi
 exec python3 bench/bench_systems.py all --rounds "$rounds" --threads "$threads" \
   --out "$out" --lcirun "$ours/bin/lcirun" --upstream-source "$upstream_source" \
   --command "$command_line" "${systems[@]}"
