@@ -5,6 +5,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "lci/comp/sync.hpp"
 #include "lci/protocol/arrival.hpp"
 #include "lci/protocol/control.hpp"
 #include "lci/protocol/protocol.hpp"
@@ -225,6 +226,13 @@ class dispatch_guard_t {
 };
 
 }  // namespace
+
+void wait_progressing(sync_impl_t& sync, status_t* out, device_impl_t* device, host_t& host,
+                      const char* what) {
+  while (!sync.test(out)) {
+    if (device == nullptr || progress_device(*device).is_retry()) host.idle(what);
+  }
+}
 
 error_t progress_device(device_impl_t& device) {
   dispatch_guard_t guard(device.runtime()->host());

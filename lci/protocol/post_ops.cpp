@@ -56,12 +56,8 @@ status_t post_waiting(const detail::post_args_t& args, const common_options_t& o
   const status_t posted = post_now(waited, options);
   if (!posted.is_posted()) return posted;  // done, or retry (allow_retry)
   status_t status;
-  detail::runtime_impl_t& runtime = *args.device->runtime();
-  while (!sync.test(&status)) {
-    if (detail::progress_device(*args.device).is_retry()) {
-      runtime.host().idle("a post with allow_posted = false");
-    }
-  }
+  detail::wait_progressing(sync, &status, args.device, args.device->runtime()->host(),
+                           "a post with allow_posted = false");
   // The operation's own outcome (done, or fatal); done_backlog tells the
   // caller it waited in the backlog first, as posted_backlog would have.
   if (status.is_done() && posted.error.errorcode == errorcode_t::posted_backlog) {

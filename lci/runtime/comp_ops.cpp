@@ -75,9 +75,7 @@ void sync_wait_x::call_impl(comp_t comp, status_t* p_out, bool do_progress, devi
       detail::expect_comp(comp, detail::comp_kind_t::sync, "sync_wait"));
   detail::runtime_impl_t& rt = resolve_runtime(runtime);
   detail::device_impl_t* d = do_progress ? &detail::resolve_device(rt, device) : nullptr;
-  while (!sync.test(p_out)) {
-    if (d == nullptr || detail::progress_device(*d).is_retry()) rt.host().idle("sync_wait");
-  }
+  detail::wait_progressing(sync, p_out, d, rt.host(), "sync_wait");
 }
 
 comp_t alloc_counter_x::call_impl(const attr_comp_t& attr, runtime_t runtime) const {
