@@ -33,9 +33,51 @@ inline constexpr matching_entry_val_t MATCHING_ENTRY_VAL_NULL = nullptr;
 
 enum class direction_t : std::uint8_t { OUT, IN };
 
+// Upstream's libfabric locking flags, the values of the device attribute
+// ofi_lock_mode (a plain uint64_t, as upstream's). This ofi backend's locking
+// is fixed, so the attribute accepts only its default, 0
+// (lci/runtime/unsupported_attrs.cpp); the flags exist so that programs
+// naming them compile.
+enum attr_net_lock_mode_t {
+  LCI_NET_TRYLOCK_SEND = 1,
+  LCI_NET_TRYLOCK_RECV = 1 << 1,
+  LCI_NET_TRYLOCK_POLL = 1 << 2,
+  LCI_NET_LOCK_MR = 1 << 3,
+  LCI_NET_LOCK_ALL =
+      LCI_NET_TRYLOCK_SEND | LCI_NET_TRYLOCK_RECV | LCI_NET_TRYLOCK_POLL | LCI_NET_LOCK_MR,
+  LCI_NET_TRYLOCK_MAX = 1 << 4,
+};
+
+// An optional value as upstream's API spells it (its own stand-in for
+// std::optional): set or not, with the value kept either way. The operation
+// functors here take their options through setters instead; this type is
+// for programs that use upstream's name.
+template <typename T>
+struct option_t {
+  T m_value;
+  bool m_is_set;
+
+  option_t() : m_value(), m_is_set(false) {}
+  option_t(T value) : m_value(value), m_is_set(true) {}  // NOLINT: implicit, as upstream's
+  // A default value that counts as set or not, as `is_set` says.
+  option_t(T value, bool is_set) : m_value(value), m_is_set(is_set) {}
+
+  bool is_set() const { return m_is_set; }
+  T get_value() const { return m_value; }
+  T get_value_or(T fallback) const { return m_is_set ? m_value : fallback; }
+  // Writes the value to *out and returns true when set; false otherwise.
+  bool get_set_value(T* out) const {
+    if (!m_is_set) return false;
+    *out = m_value;
+    return true;
+  }
+  operator T() const { return m_value; }  // NOLINT: implicit, as upstream's
+};
+
 // What a matching key is made of (paper §3.3). `none` matches any send
 // with any receive of the same matching engine.
-enum class matching_policy_t : std::uint8_t { none, rank_only, tag_only, rank_tag };
+// max: upstream's boundary marker; no operation accepts it.
+enum class matching_policy_t : std::uint8_t { none, rank_only, tag_only, rank_tag, max };
 
 enum class matching_entry_type_t : std::uint8_t { send, recv };
 

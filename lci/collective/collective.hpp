@@ -100,7 +100,8 @@ class schedule_t {
   // Rounds run in the order added. The reference stays valid until the
   // next add_round().
   round_t& add_round();
-  // A buffer of size_bytes owned by the schedule (never nullptr).
+  // A buffer of size_bytes owned by the schedule (never nullptr); its bytes
+  // are indeterminate until written.
   void* scratch(std::size_t size_bytes);
 
   void send(round_t& round, int rank, const void* buffer, std::size_t size, std::uint32_t step);

@@ -57,6 +57,8 @@ inline const char* matching_policy_name(matching_policy_t policy) {
       return "tag_only";
     case matching_policy_t::rank_tag:
       return "rank_tag";
+    case matching_policy_t::max:
+      return "max";
   }
   return "unknown";
 }
@@ -101,7 +103,7 @@ inline std::uint64_t checked_tag(tag_t tag, std::uint64_t limit,
 
 // The built-in, lossless encoding. Throws std::invalid_argument when an
 // argument the policy uses is out of its range, or when `policy` is not one of
-// the four enumerators.
+// the four policies (`max` is none).
 inline matching_entry_key_t make_key(int rank, tag_t tag,
                                      matching_policy_t policy) {
   const std::uint64_t policy_bits = static_cast<std::uint64_t>(policy)
@@ -120,6 +122,8 @@ inline matching_entry_key_t make_key(int rank, tag_t tag,
              (detail::checked_rank(rank, key_rank_tag_rank_max, policy)
               << key_rank_tag_rank_shift) |
              detail::checked_tag(tag, key_rank_tag_tag_max, policy);
+    case matching_policy_t::max:  // a boundary marker, no policy
+      break;
   }
   throw std::invalid_argument("lci::matching::make_key: policy = " +
                               std::to_string(static_cast<long long>(policy)) +

@@ -25,6 +25,13 @@ void check_args(const post_args_t& args) {
     runtime.check_rank(args.rank, "rank");
     runtime.check_peer_alive(args.rank);
   }
+  // A policy travels in two bits of the immediate data: anything past the
+  // four would arrive as another policy.
+  if (args.matching_policy >= matching_policy_t::max) {
+    throw std::invalid_argument("matching_policy = " +
+                                std::to_string(static_cast<int>(args.matching_policy)) +
+                                ": not a matching policy (max is a boundary marker)");
+  }
   if (args.buffer == nullptr && args.size > 0) {
     throw std::invalid_argument("local_buffer = nullptr with size = " + std::to_string(args.size));
   }

@@ -8,7 +8,8 @@
 // never register a region: backends/backend.hpp).
 //
 // The enumerators and their order follow the public API; is_done(),
-// is_posted() and is_retry() rely on each family being one contiguous range.
+// is_posted() and is_retry() test the range between a family's boundary
+// markers (<family>_min, <family>_max), which nothing returns.
 #pragma once
 
 #include <cstdint>
@@ -16,17 +17,23 @@
 namespace lci {
 
 enum class errorcode_t : std::uint8_t {
+  done_min,        // boundary marker (upstream's): no call returns it
   done,
   done_backlog,    // done, after waiting in the backlog queue
+  done_max,        // boundary marker
+  posted_min,      // boundary marker
   posted,
   posted_backlog,  // posted into the backlog queue; completes later
+  posted_max,      // boundary marker
+  retry_min,       // boundary marker
   retry,
   retry_init,      // a resource is still being set up
   retry_lock,      // a try-lock found the resource busy
   retry_nopacket,  // the packet pool is empty (a steal failed too)
   retry_nomem,     // a bounded queue/table/network queue is full
   retry_backlog,   // earlier requests wait in the backlog queue
-  fatal,           // see above; also marks the end of the retry range
+  retry_max,       // boundary marker
+  fatal,           // see above
 };
 
 const char* get_errorcode_str(errorcode_t code);
@@ -37,13 +44,14 @@ struct error_t {
   error_t() = default;
   constexpr error_t(errorcode_t code) : errorcode(code) {}  // NOLINT: implicit by design
 
-  bool is_done() const { return errorcode <= errorcode_t::done_backlog; }
+  bool is_done() const {
+    return errorcode > errorcode_t::done_min && errorcode < errorcode_t::done_max;
+  }
   bool is_posted() const {
-    return errorcode >= errorcode_t::posted &&
-           errorcode <= errorcode_t::posted_backlog;
+    return errorcode > errorcode_t::posted_min && errorcode < errorcode_t::posted_max;
   }
   bool is_retry() const {
-    return errorcode >= errorcode_t::retry && errorcode < errorcode_t::fatal;
+    return errorcode > errorcode_t::retry_min && errorcode < errorcode_t::retry_max;
   }
   const char* get_str() const { return get_errorcode_str(errorcode); }
   void reset_retry() { errorcode = errorcode_t::retry; }  // upstream's name

@@ -65,6 +65,75 @@ TEST(UpstreamCompat, ConstantsAndNames) {
   EXPECT_STREQ(failure.what(), "rank 5 failed");
 }
 
+// Upstream's boundary markers exist, name themselves, and belong to no
+// family: is_done/is_posted/is_retry test strictly between them.
+TEST(UpstreamCompat, ErrorcodeBoundaryMarkers) {
+  using lci::errorcode_t;
+  for (errorcode_t marker : {errorcode_t::done_min, errorcode_t::done_max,
+                             errorcode_t::posted_min, errorcode_t::posted_max,
+                             errorcode_t::retry_min, errorcode_t::retry_max}) {
+    const lci::error_t error = marker;
+    EXPECT_FALSE(error.is_done() || error.is_posted() || error.is_retry()) << error.get_str();
+  }
+  EXPECT_STREQ(lci::get_errorcode_str(errorcode_t::retry_max), "retry_max");
+  EXPECT_TRUE(lci::error_t(errorcode_t::done_backlog).is_done());
+  EXPECT_TRUE(lci::error_t(errorcode_t::posted_backlog).is_posted());
+  EXPECT_TRUE(lci::error_t(errorcode_t::retry_backlog).is_retry());
+  EXPECT_FALSE(lci::error_t(errorcode_t::fatal).is_retry());
+  EXPECT_LT(errorcode_t::done_max, errorcode_t::posted_min);
+  EXPECT_LT(errorcode_t::posted_max, errorcode_t::retry_min);
+}
+
+TEST(UpstreamCompat, OptionType) {
+  const lci::option_t<int> unset;
+  const lci::option_t<int> set = 5;
+  const lci::option_t<int> defaulted(7, false);
+  EXPECT_FALSE(unset.is_set());
+  EXPECT_TRUE(set.is_set());
+  EXPECT_EQ(unset.get_value_or(3), 3);
+  EXPECT_EQ(set.get_value_or(3), 5);
+  EXPECT_EQ(defaulted.get_value_or(3), 3);
+  EXPECT_EQ(defaulted.get_value(), 7);
+  int out = 0;
+  EXPECT_FALSE(defaulted.get_set_value(&out));
+  EXPECT_EQ(out, 0);
+  EXPECT_TRUE(set.get_set_value(&out));
+  EXPECT_EQ(out, 5);
+  EXPECT_EQ(static_cast<int>(set), 5);
+}
+
+// The boundary marker of matching_policy_t is no policy: a post naming it is
+// refused.
+TEST(UpstreamCompat, MatchingPolicyMaxIsRefused) {
+  lci::sim::sweep_t sweep;
+  sweep.seeds_count = 1;
+  sweep.concurrent = false;
+  lci::sim::expect_runs_ok(1, sweep, [](lci::sim::rank_env_t&) {
+    lci::g_runtime_init();
+    char byte = 0;
+    EXPECT_THROW(lci::post_send_x(0, &byte, 1, 1, lci::COMP_NULL_RETRY)
+                     .matching_policy(lci::matching_policy_t::max)(),
+                 std::invalid_argument);
+    lci::g_runtime_fina();
+  });
+}
+
+// Upstream's lock-mode flags name values of ofi_lock_mode, which accepts
+// only its default here, loudly.
+TEST(UpstreamCompat, NetLockModeFlags) {
+  EXPECT_EQ(lci::LCI_NET_LOCK_ALL, lci::LCI_NET_TRYLOCK_SEND | lci::LCI_NET_TRYLOCK_RECV |
+                                       lci::LCI_NET_TRYLOCK_POLL | lci::LCI_NET_LOCK_MR);
+  lci::sim::sweep_t sweep;
+  sweep.seeds_count = 1;
+  sweep.concurrent = false;
+  lci::sim::expect_runs_ok(1, sweep, [](lci::sim::rank_env_t&) {
+    lci::g_runtime_init();
+    EXPECT_THROW(lci::alloc_device_x().ofi_lock_mode(lci::LCI_NET_LOCK_ALL)(),
+                 std::invalid_argument);
+    lci::g_runtime_fina();
+  });
+}
+
 TEST(UpstreamCompat, GlobalFinalizeWithoutInitializeThrows) {
   EXPECT_THROW(lci::global_finalize(), std::logic_error);
 }

@@ -104,6 +104,7 @@ class reference_model_t {
       case matching_policy_t::rank_only: return a.rank == b.rank;
       case matching_policy_t::tag_only: return a.tag == b.tag;
       case matching_policy_t::none: return true;
+      case matching_policy_t::max: return false;  // never posted (make_key refuses it)
     }
     return false;
   }
