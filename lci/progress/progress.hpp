@@ -24,7 +24,8 @@ namespace lci::detail {
 
 class device_impl_t;
 
-// done when anything happened, retry when there was nothing to do.
+// done when anything happened, retry when there was nothing to do. Throws
+// std::invalid_argument for a raw device (device_impl.hpp).
 error_t progress_device(device_impl_t& device);
 
 }  // namespace lci::detail
