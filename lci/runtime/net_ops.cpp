@@ -63,27 +63,32 @@ detail::device_impl_t& raw_device(const char* op, device_t device, endpoint_t en
   return *resolved;
 }
 
-// What every post to a peer checks: the rank, a buffer for a non-empty
-// payload, and the payload against the device's limit `size_max`
-// (`limit`: its name).
-void check_payload(const char* op, const detail::device_impl_t& device, int rank,
-                   const void* buffer, std::size_t size, std::size_t size_max,
-                   const char* limit) {
-  device.runtime()->check_rank(rank, (std::string(op) + ": rank").c_str());
+// The raw device of a post to `rank`, which checks the rank, a buffer for a
+// non-empty payload, and the payload against the device's inject size
+// (`injected`: an "s" post) or its max_msg_size.
+detail::device_impl_t& peer_post_device(const char* op, int rank, const void* buffer,
+                                        std::size_t size, bool injected, device_t device,
+                                        endpoint_t endpoint, runtime_t runtime) {
+  detail::device_impl_t& d = raw_device(op, device, endpoint, runtime);
+  d.runtime()->check_rank(rank, (std::string(op) + ": rank").c_str());
   if (buffer == nullptr && size > 0) {
     throw_argument(op, "buffer = nullptr with size = " + std::to_string(size));
   }
+  const backend::net_device_attr_t& limits = d.net().attr();
+  const std::size_t size_max = injected ? limits.inject_size_max : limits.max_msg_size;
   if (size > size_max) {
-    throw_argument(op, "size = " + std::to_string(size) + ": over the device's " + limit + " (" +
+    throw_argument(op, "size = " + std::to_string(size) + ": over the device's " +
+                           (injected ? "inject size" : "max_msg_size") + " (" +
                            std::to_string(size_max) + " bytes)");
   }
+  return d;
 }
 
 // The network's registration of [buffer, buffer + size): `mr` must be a
 // registration of `device` that holds it (an empty payload is not checked
 // against it).
-backend::net_mr_t local_mr(const char* op, const detail::device_impl_t& device,
-                           const void* buffer, std::size_t size, mr_t mr) {
+backend::net_mr_t local_mr(const char* op, const detail::device_impl_t& device, const void* buffer,
+                           std::size_t size, mr_t mr) {
   if (mr.is_empty()) {
     throw_argument(op, "mr is empty (register the buffer with register_memory on the device)");
   }
@@ -92,26 +97,38 @@ backend::net_mr_t local_mr(const char* op, const detail::device_impl_t& device,
   const auto start = reinterpret_cast<std::uintptr_t>(buffer);
   const auto base = reinterpret_cast<std::uintptr_t>(net_mr.base);
   // Subtractions only: no sum of user values can wrap.
-  if (size > 0 && (start < base || start - base > net_mr.size ||
-                   size > net_mr.size - (start - base))) {
-    throw_argument(op, "buffer: the " + std::to_string(size) + " bytes from buffer lie outside mr (" +
-                           std::to_string(net_mr.size) + " bytes registered)");
+  if (size > 0 &&
+      (start < base || start - base > net_mr.size || size > net_mr.size - (start - base))) {
+    throw_argument(op, "buffer: the " + std::to_string(size) +
+                           " bytes from buffer lie outside mr (" + std::to_string(net_mr.size) +
+                           " bytes registered)");
   }
   return net_mr;
 }
 
 // Where a put or get lands: `rmr` at `offset`, checked as post_put checks it.
-detail::net_target_t remote_target(const char* op, int rank, const rmr_t& rmr,
-                                   std::uint64_t offset, std::size_t size) {
+detail::net_target_t remote_target(const char* op, int rank, const rmr_t& rmr, std::uint64_t offset,
+                                   std::size_t size) {
   if (rmr.is_empty()) throw_argument(op, "rmr is empty");
   return detail::checked_target({op, rank, rmr, offset, "offset", size});
 }
 
-std::size_t inject_size_max(const detail::device_impl_t& device) {
-  return device.net().attr().inject_size_max;
-}
-std::size_t max_msg_size(const detail::device_impl_t& device) {
-  return device.net().attr().max_msg_size;
+// A put or get to `rank`, checked: its device (peer_post_device), its
+// local registration (local_mr; none for an injected put: `mr` nullptr),
+// and where it lands (remote_target).
+struct rma_t {
+  detail::device_impl_t& device;
+  backend::net_mr_t mr;
+  detail::net_target_t target;
+};
+rma_t checked_rma(const char* op, int rank, const void* buffer, std::size_t size, const mr_t* mr,
+                  std::uint64_t offset, const rmr_t& rmr, device_t device, endpoint_t endpoint,
+                  runtime_t runtime) {
+  detail::device_impl_t& d =
+      peer_post_device(op, rank, buffer, size, mr == nullptr, device, endpoint, runtime);
+  const backend::net_mr_t net_mr =
+      mr == nullptr ? backend::net_mr_t{} : local_mr(op, d, buffer, size, *mr);
+  return {d, net_mr, remote_target(op, rank, rmr, offset, size)};
 }
 
 net_opcode_t public_opcode(backend::net_opcode_t opcode) {
@@ -186,42 +203,37 @@ error_t net_post_sends_x::call_impl(int rank, void* buffer, size_t size, device_
                                     endpoint_t endpoint, net_imm_data_t imm_data,
                                     void* user_context, runtime_t runtime) const {
   (void)user_context;
-  const char* const op = "net_post_sends";
-  detail::device_impl_t& d = raw_device(op, device, endpoint, runtime);
-  check_payload(op, d, rank, buffer, size, inject_size_max(d), "inject size");
+  detail::device_impl_t& d =
+      peer_post_device("net_post_sends", rank, buffer, size, true, device, endpoint, runtime);
   return d.net().post_sends(rank, buffer, size, imm_data);
 }
 
 error_t net_post_send_x::call_impl(int rank, void* buffer, size_t size, mr_t mr, device_t device,
-                                   endpoint_t endpoint, net_imm_data_t imm_data,
-                                   void* user_context, runtime_t runtime) const {
+                                   endpoint_t endpoint, net_imm_data_t imm_data, void* user_context,
+                                   runtime_t runtime) const {
   const char* const op = "net_post_send";
-  detail::device_impl_t& d = raw_device(op, device, endpoint, runtime);
-  check_payload(op, d, rank, buffer, size, max_msg_size(d), "max_msg_size");
+  detail::device_impl_t& d =
+      peer_post_device(op, rank, buffer, size, false, device, endpoint, runtime);
   return d.net().post_send(rank, buffer, size, local_mr(op, d, buffer, size, mr), imm_data,
                            user_context);
 }
 
-error_t net_post_puts_x::call_impl(int rank, void* buffer, size_t size, uint64_t offset,
-                                   rmr_t rmr, device_t device, endpoint_t endpoint,
-                                   void* user_context, runtime_t runtime) const {
+error_t net_post_puts_x::call_impl(int rank, void* buffer, size_t size, uint64_t offset, rmr_t rmr,
+                                   device_t device, endpoint_t endpoint, void* user_context,
+                                   runtime_t runtime) const {
   (void)user_context;  // see net_post_sends
-  const char* const op = "net_post_puts";
-  detail::device_impl_t& d = raw_device(op, device, endpoint, runtime);
-  check_payload(op, d, rank, buffer, size, inject_size_max(d), "inject size");
-  const detail::net_target_t target = remote_target(op, rank, rmr, offset, size);
-  return d.net().post_puts(rank, buffer, size, target.offset, target.rmr);
+  const rma_t rma = checked_rma("net_post_puts", rank, buffer, size, nullptr, offset, rmr, device,
+                                endpoint, runtime);
+  return rma.device.net().post_puts(rank, buffer, size, rma.target.offset, rma.target.rmr);
 }
 
 error_t net_post_put_x::call_impl(int rank, void* buffer, size_t size, mr_t mr, uint64_t offset,
                                   rmr_t rmr, device_t device, endpoint_t endpoint,
                                   void* user_context, runtime_t runtime) const {
-  const char* const op = "net_post_put";
-  detail::device_impl_t& d = raw_device(op, device, endpoint, runtime);
-  check_payload(op, d, rank, buffer, size, max_msg_size(d), "max_msg_size");
-  const backend::net_mr_t net_mr = local_mr(op, d, buffer, size, mr);
-  const detail::net_target_t target = remote_target(op, rank, rmr, offset, size);
-  return d.net().post_put(rank, buffer, size, net_mr, target.offset, target.rmr, user_context);
+  const rma_t rma =
+      checked_rma("net_post_put", rank, buffer, size, &mr, offset, rmr, device, endpoint, runtime);
+  return rma.device.net().post_put(rank, buffer, size, rma.mr, rma.target.offset, rma.target.rmr,
+                                   user_context);
 }
 
 error_t net_post_putImms_x::call_impl(int rank, void* buffer, size_t size, uint64_t offset,
@@ -229,35 +241,29 @@ error_t net_post_putImms_x::call_impl(int rank, void* buffer, size_t size, uint6
                                       net_imm_data_t imm_data, void* user_context,
                                       runtime_t runtime) const {
   (void)user_context;  // see net_post_sends
-  const char* const op = "net_post_putImms";
-  detail::device_impl_t& d = raw_device(op, device, endpoint, runtime);
-  check_payload(op, d, rank, buffer, size, inject_size_max(d), "inject size");
-  const detail::net_target_t target = remote_target(op, rank, rmr, offset, size);
-  return d.net().post_putImms(rank, buffer, size, target.offset, target.rmr, imm_data);
+  const rma_t rma = checked_rma("net_post_putImms", rank, buffer, size, nullptr, offset, rmr,
+                                device, endpoint, runtime);
+  return rma.device.net().post_putImms(rank, buffer, size, rma.target.offset, rma.target.rmr,
+                                       imm_data);
 }
 
-error_t net_post_putImm_x::call_impl(int rank, void* buffer, size_t size, mr_t mr,
-                                     uint64_t offset, rmr_t rmr, device_t device,
-                                     endpoint_t endpoint, net_imm_data_t imm_data,
-                                     void* user_context, runtime_t runtime) const {
-  const char* const op = "net_post_putImm";
-  detail::device_impl_t& d = raw_device(op, device, endpoint, runtime);
-  check_payload(op, d, rank, buffer, size, max_msg_size(d), "max_msg_size");
-  const backend::net_mr_t net_mr = local_mr(op, d, buffer, size, mr);
-  const detail::net_target_t target = remote_target(op, rank, rmr, offset, size);
-  return d.net().post_putImm(rank, buffer, size, net_mr, target.offset, target.rmr, imm_data,
-                             user_context);
+error_t net_post_putImm_x::call_impl(int rank, void* buffer, size_t size, mr_t mr, uint64_t offset,
+                                     rmr_t rmr, device_t device, endpoint_t endpoint,
+                                     net_imm_data_t imm_data, void* user_context,
+                                     runtime_t runtime) const {
+  const rma_t rma = checked_rma("net_post_putImm", rank, buffer, size, &mr, offset, rmr, device,
+                                endpoint, runtime);
+  return rma.device.net().post_putImm(rank, buffer, size, rma.mr, rma.target.offset, rma.target.rmr,
+                                      imm_data, user_context);
 }
 
 error_t net_post_get_x::call_impl(int rank, void* buffer, size_t size, mr_t mr, uint64_t offset,
                                   rmr_t rmr, device_t device, endpoint_t endpoint,
                                   void* user_context, runtime_t runtime) const {
-  const char* const op = "net_post_get";
-  detail::device_impl_t& d = raw_device(op, device, endpoint, runtime);
-  check_payload(op, d, rank, buffer, size, max_msg_size(d), "max_msg_size");
-  const backend::net_mr_t net_mr = local_mr(op, d, buffer, size, mr);
-  const detail::net_target_t target = remote_target(op, rank, rmr, offset, size);
-  return d.net().post_get(rank, buffer, size, net_mr, target.offset, target.rmr, user_context);
+  const rma_t rma =
+      checked_rma("net_post_get", rank, buffer, size, &mr, offset, rmr, device, endpoint, runtime);
+  return rma.device.net().post_get(rank, buffer, size, rma.mr, rma.target.offset, rma.target.rmr,
+                                   user_context);
 }
 
 }  // namespace lci

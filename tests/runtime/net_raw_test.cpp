@@ -52,9 +52,8 @@ bool holds(const char* bytes, std::size_t size, int seed) {
 // a net context with the limits above.
 lci::device_t open_raw_device() {
   lci::g_runtime_init_x().alloc_default_packet_pool(false).alloc_default_device(false)();
-  lci::net_context_t net_context = lci::alloc_net_context_x()
-                                       .max_msg_size(msg_size_max)
-                                       .max_inject_size(inject_size_max)();
+  lci::net_context_t net_context =
+      lci::alloc_net_context_x().max_msg_size(msg_size_max).max_inject_size(inject_size_max)();
   return lci::alloc_device_x().net_context(net_context)();
 }
 
@@ -135,7 +134,9 @@ TEST(NetRaw, SendRecvAtZeroAndMaxSizes) {
     for (std::size_t i = 0; i < count; ++i) {
       char* slot = inbox.data() + i * msg_size_max;
       cq.post([&] {
-        return lci::net_post_recv_x(slot, msg_size_max, inbox_mr).device(device).user_context(slot)();
+        return lci::net_post_recv_x(slot, msg_size_max, inbox_mr)
+            .device(device)
+            .user_context(slot)();
       });
     }
     env.barrier();  // every receive is posted
@@ -146,7 +147,9 @@ TEST(NetRaw, SendRecvAtZeroAndMaxSizes) {
       const auto imm = static_cast<lci::net_imm_data_t>(imm_base + i);
       if (messages[i].inject) {
         cq.post([&] {
-          return lci::net_post_sends_x(peer, bytes, messages[i].size).device(device).imm_data(imm)();
+          return lci::net_post_sends_x(peer, bytes, messages[i].size)
+              .device(device)
+              .imm_data(imm)();
         });
       } else {
         cq.post([&] {
@@ -169,24 +172,27 @@ TEST(NetRaw, SendRecvAtZeroAndMaxSizes) {
       require(status.imm_data >= imm_base && i < count && !arrived[i],
               "a RECV with imm_data " + std::to_string(status.imm_data));
       arrived[i] = true;
-      require(status.rank == peer, "message " + std::to_string(i) + " from rank " +
-                                       std::to_string(status.rank));
+      require(status.rank == peer,
+              "message " + std::to_string(i) + " from rank " + std::to_string(status.rank));
       require(status.length == messages[i].size,
               "message " + std::to_string(i) + ": length " + std::to_string(status.length));
-      require(holds(static_cast<const char*>(status.user_context), status.length,
-                    static_cast<int>(i)),
-              "message " + std::to_string(i) + ": wrong bytes");
+      require(
+          holds(static_cast<const char*>(status.user_context), status.length, static_cast<int>(i)),
+          "message " + std::to_string(i) + ": wrong bytes");
     }
     expect_invalid_argument(
         "an inject over the inject size",
-        [&] { return lci::net_post_sends_x(peer, outbox.data(), inject_size_max + 1).device(device)(); },
-        {"net_post_sends", "size = 33", "inject size"});
-    expect_invalid_argument(
-        "a send over max_msg_size",
         [&] {
-          return lci::net_post_send_x(peer, outbox.data(), msg_size_max + 1, outbox_mr).device(device)();
+          return lci::net_post_sends_x(peer, outbox.data(), inject_size_max + 1).device(device)();
         },
-        {"net_post_send", "size = 16385", "max_msg_size"});
+        {"net_post_sends", "size = 33", "inject size"});
+    expect_invalid_argument("a send over max_msg_size",
+                            [&] {
+                              return lci::net_post_send_x(peer, outbox.data(), msg_size_max + 1,
+                                                          outbox_mr)
+                                  .device(device)();
+                            },
+                            {"net_post_send", "size = 16385", "max_msg_size"});
     lci::deregister_memory(&inbox_mr);
     lci::deregister_memory(&outbox_mr);
     env.barrier();  // nothing of the peer's is in flight to this rank
@@ -237,7 +243,8 @@ TEST(NetRaw, PutPutImmAndGetIntoRegisteredRegions) {
           .user_context(&put_context)();
     });
     cq.post([&] {
-      return lci::net_post_puts_x(peer, source, inject_size_max, layout::puts, rmr).device(device)();
+      return lci::net_post_puts_x(peer, source, inject_size_max, layout::puts, rmr)
+          .device(device)();
     });
     cq.post([&] {
       return lci::net_post_putImms_x(peer, source, inject_size_max, layout::putImms, rmr)
@@ -245,7 +252,8 @@ TEST(NetRaw, PutPutImmAndGetIntoRegisteredRegions) {
           .imm_data(imm_base + 1)();
     });
     cq.post([&] {
-      return lci::net_post_putImm_x(peer, source, layout::putImm_size, local_mr, layout::putImm, rmr)
+      return lci::net_post_putImm_x(peer, source, layout::putImm_size, local_mr, layout::putImm,
+                                    rmr)
           .device(device)
           .imm_data(imm_base + 2)
           .user_context(&putImm_context)();
@@ -256,8 +264,8 @@ TEST(NetRaw, PutPutImmAndGetIntoRegisteredRegions) {
           .user_context(&get_context)();
     });
     for (const lci::net_status_t& status : cq.take(lci::net_opcode_t::WRITE, 2)) {
-      require(status.rank == peer && (status.user_context == &put_context ||
-                                      status.user_context == &putImm_context),
+      require(status.rank == peer &&
+                  (status.user_context == &put_context || status.user_context == &putImm_context),
               "a WRITE completion of another rank or post");
     }
     const lci::net_status_t read = cq.take(lci::net_opcode_t::READ, 1)[0];
@@ -273,7 +281,8 @@ TEST(NetRaw, PutPutImmAndGetIntoRegisteredRegions) {
               "a REMOTE_WRITE with imm_data " + std::to_string(status.imm_data));
       remote_writes[injected ? 0 : 1] = true;
       const std::size_t size = injected ? inject_size_max : layout::putImm_size;
-      require(status.length == size, "a REMOTE_WRITE of " + std::to_string(status.length) + " bytes");
+      require(status.length == size,
+              "a REMOTE_WRITE of " + std::to_string(status.length) + " bytes");
       require(holds(window.data() + (injected ? layout::putImms : layout::putImm), size, peer),
               "a put with immediate data wrote wrong bytes");
     }
@@ -286,16 +295,22 @@ TEST(NetRaw, PutPutImmAndGetIntoRegisteredRegions) {
     expect_invalid_argument(
         "a put past the window",
         [&] {
-          return lci::net_post_put_x(peer, source, 11, local_mr, layout::bytes - 10, rmr).device(device)();
+          return lci::net_post_put_x(peer, source, 11, local_mr, layout::bytes - 10, rmr)
+              .device(device)();
         },
-        {"net_post_put", "offset = " + std::to_string(layout::bytes - 10), "size = 11", "rank " + std::to_string(peer)});
+        {"net_post_put", "offset = " + std::to_string(layout::bytes - 10), "size = 11",
+         "rank " + std::to_string(peer)});
     expect_invalid_argument(
         "a get into an empty rmr",
-        [&] { return lci::net_post_get_x(peer, landing, 8, local_mr, 0, lci::rmr_t{}).device(device)(); },
+        [&] {
+          return lci::net_post_get_x(peer, landing, 8, local_mr, 0, lci::rmr_t{}).device(device)();
+        },
         {"net_post_get", "rmr is empty"});
     expect_invalid_argument(
         "an injected put over the inject size",
-        [&] { return lci::net_post_puts_x(peer, source, inject_size_max + 1, 0, rmr).device(device)(); },
+        [&] {
+          return lci::net_post_puts_x(peer, source, inject_size_max + 1, 0, rmr).device(device)();
+        },
         {"net_post_puts", "size = 33", "inject size"});
     env.barrier();  // no access to this rank's window is left
     lci::deregister_memory(&local_mr);
@@ -318,7 +333,8 @@ TEST(NetRaw, DefaultDeviceOfARuntimeWithoutPacketPool) {
     int recv_context = 0;
     int send_context = 0;
     cq.post([&] {
-      return lci::net_post_recv_x(received.data(), received.size(), recv_mr).user_context(&recv_context)();
+      return lci::net_post_recv_x(received.data(), received.size(), recv_mr)
+          .user_context(&recv_context)();
     });
     cq.post([&] {
       return lci::net_post_send_x(env.rank(), bytes.data(), bytes.size(), send_mr)
@@ -359,17 +375,20 @@ TEST(NetRaw, MisuseIsRefused) {
     expect_invalid_argument("post_am on a raw device",
                             [&] { return lci::post_am(peer, buffer, 8, sync, 1); },
                             {"post_*", "no packet pool"});
-    expect_invalid_argument("barrier on a raw device", [] { lci::barrier(); return 0; },
+    expect_invalid_argument("barrier on a raw device",
+                            [] {
+                              lci::barrier();
+                              return 0;
+                            },
                             {"barrier", "no packet pool"});
     expect_invalid_argument("test_drained on a raw device", [] { return lci::test_drained(); },
                             {"progress", "no packet pool"});
 
     lci::packet_pool_t pool = lci::alloc_packet_pool();
     lci::device_t pooled = lci::alloc_device_x().packet_pool(pool)();
-    expect_invalid_argument(
-        "net_post_sends on a pooled device",
-        [&] { return lci::net_post_sends_x(peer, buffer, 8).device(pooled)(); },
-        {"net_post_sends", "has a packet pool"});
+    expect_invalid_argument("net_post_sends on a pooled device",
+                            [&] { return lci::net_post_sends_x(peer, buffer, 8).device(pooled)(); },
+                            {"net_post_sends", "has a packet pool"});
     lci::net_status_t status;
     expect_invalid_argument("net_poll_cq on a pooled device",
                             [&] { return lci::net_poll_cq_x(1, &status).device(pooled)(); },
