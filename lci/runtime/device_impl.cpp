@@ -60,11 +60,13 @@ std::unique_ptr<backend::net_device_t> open_net_device(runtime_impl_t* runtime,
 // (requires_local_mr), a quarter of the network's registrations, at least
 // one, stays for sends, puts and gets, which finish without a peer's help;
 // otherwise the protocol registers nothing else, and standing ones may take
-// them all.
-std::size_t standing_registrations_max_of(const backend::net_device_attr_t& net_attr) {
+// them all. So may the program's on a raw device, where the protocol never
+// runs.
+std::size_t standing_registrations_max_of(const backend::net_device_attr_t& net_attr, bool raw) {
   const std::size_t total = net_attr.registrations_max;
   if (total == 0) return std::numeric_limits<std::size_t>::max();  // no known limit
-  const std::size_t reserved = net_attr.requires_local_mr ? std::max<std::size_t>(1, total / 4) : 0;
+  const std::size_t reserved =
+      net_attr.requires_local_mr && !raw ? std::max<std::size_t>(1, total / 4) : 0;
   if (total <= reserved) {
     throw std::invalid_argument(
         "alloc_device: the network allows " + std::to_string(total) +
@@ -85,7 +87,7 @@ device_impl_t::device_impl_t(runtime_impl_t* runtime, const attr_device_t& attr,
       pools_(pools),
       backlog_(backlog_entries_max) {
   const backend::net_device_attr_t& net_attr = net_->attr();
-  standing_registrations_max_ = standing_registrations_max_of(net_attr);
+  standing_registrations_max_ = standing_registrations_max_of(net_attr, raw());
   attr_.net_max_sends = net_attr.net_max_sends;
   attr_.net_max_recvs = net_attr.net_max_recvs;
   attr_.net_max_cqes = net_attr.net_max_cqes;

@@ -432,6 +432,30 @@ TEST(NetRaw, MisuseIsRefused) {
   });
 }
 
+// The protocol never registers on a raw device, so the program may hold
+// every registration the network allows (a device with a packet pool keeps
+// a quarter for the protocol's sends, puts and gets).
+TEST(NetRaw, ProgramMayHoldEveryRegistration) {
+  LCI_SIM_ONLY("the simulated network's registrations_max");
+  constexpr std::size_t registrations_max = 8;
+  lci::sim::sweep_t sweep;
+  sweep.seeds_count = 2;
+  sweep.configure = [](lci::sim::run_options_t& options) {
+    options.log = false;
+    options.world.registrations_max = registrations_max;
+  };
+  lci::sim::expect_runs_ok(2, sweep, [](lci::sim::rank_env_t&) {
+    lci::device_t device = open_raw_device();
+    std::vector<char> bytes(registrations_max, 0);
+    std::vector<lci::mr_t> mrs;
+    for (std::size_t i = 0; i < registrations_max; ++i) {
+      mrs.push_back(lci::register_memory_x(&bytes[i], 1).device(device)());
+    }
+    for (lci::mr_t& mr : mrs) lci::deregister_memory(&mr);
+    lci::g_runtime_fina();
+  });
+}
+
 // What the network fails comes back as ERROR: a put with a stale key (the
 // target's protection fault) with its post's user_context; a crashed peer
 // as the network's own report, naming it, with none.
