@@ -178,14 +178,14 @@ struct rmr_t {
 // The empty remote region (upstream's name).
 inline const rmr_t RMR_NULL{};
 
-// Upstream's raw network layer (net_post_*, net_poll_cq: not offered yet,
-// docs/api_compat.md), whose completion this is; kept so that code naming
-// the types compiles. SEND, WRITE and READ are local completions of the
-// posts with a memory region (the "s" variants report none); RECV is a
-// message that landed in a net_post_recv buffer; REMOTE_WRITE is the
-// target's side of a put with immediate data; ERROR an operation the
-// network failed (rank: the peer when known; user_context: the failed
-// post's, nullptr for a receive or an "s" post).
+// A completion of the raw network layer (net_post_*, returned by
+// net_poll_cq; docs/api_compat.md, "Raw network layer"). SEND, WRITE and
+// READ are local completions of the posts with a memory region (the "s"
+// variants report none); RECV is a message that landed in a net_post_recv
+// buffer; REMOTE_WRITE is the target's side of a put with immediate data;
+// ERROR an operation the network failed (rank: the peer; user_context: the
+// failed post's, nullptr for an "s" post) or the network's report that
+// `rank` died (user_context nullptr), once per device and dead rank.
 enum class net_opcode_t : std::uint8_t { SEND, RECV, WRITE, REMOTE_WRITE, READ, ERROR };
 
 const char* get_net_opcode_str(net_opcode_t opcode);

@@ -187,6 +187,7 @@ call_t resolve_call(const char* name, runtime_t runtime, device_t device, endpoi
   runtime_impl_t& rt = resolve_runtime(runtime);
   if (device.is_empty() && !endpoint.is_empty()) device = device_t(endpoint.p_impl->device);
   device_impl_t& device_impl = resolve_device(rt, device);
+  device_impl.require_packet_pool(name);
   matching_engine_impl_t& engine = matching_engine.is_empty()
                                        ? rt.collective_matching_engine()
                                        : resolve_matching_engine(rt, matching_engine);

@@ -235,6 +235,8 @@ void wait_progressing(sync_impl_t& sync, status_t* out, device_impl_t* device, h
 }
 
 error_t progress_device(device_impl_t& device) {
+  // A raw device's completions are the program's (net_poll_cq).
+  device.require_packet_pool("progress");
   dispatch_guard_t guard(device.runtime()->host());
   bool progressed = device.drain_backlog();
   if (progressed) device.runtime()->host().note_progress();

@@ -27,7 +27,8 @@ class device_impl_t;
 class host_t;
 class sync_impl_t;
 
-// done when anything happened, retry when there was nothing to do.
+// done when anything happened, retry when there was nothing to do. Throws
+// std::invalid_argument for a raw device (device_impl.hpp).
 error_t progress_device(device_impl_t& device);
 
 // Waits until `sync` is signalled and writes its status to *out: progresses

@@ -80,14 +80,8 @@ detail::post_args_t resolve(direction_t direction, int rank, void* local_buffer,
   args.rank = rank;
   args.buffer = local_buffer;
   args.size = size;
-  device_t device = options.device;
-  if (device.is_empty() && !options.endpoint.is_empty()) {
-    device = device_t(options.endpoint.p_impl->device);
-  }
-  args.device = &detail::resolve_device(runtime, device);
-  if (!options.endpoint.is_empty() && options.endpoint.p_impl->device != args.device) {
-    throw std::invalid_argument("endpoint: belongs to another device than `device`");
-  }
+  args.device = &detail::resolve_device(runtime, options.device, options.endpoint);
+  args.device->require_packet_pool("post_*");
   if (!options.packet_pool.is_empty() &&
       options.packet_pool.p_impl != args.device->packet_pool()) {
     throw std::invalid_argument("packet_pool: not the packet pool of the device");

@@ -77,6 +77,31 @@ inline bool at_once_only(const post_args_t& args) {
 [[noreturn]] void throw_unregistered_rcomp(const char* what, int rank, rcomp_t rcomp,
                                            const char* consequence);
 
+// A put or get of `size` bytes at `disp` into a peer's registration, as
+// given by the caller (post_put and post_get; the raw network layer's
+// net_post_put*/net_post_get, whose displacement is named `offset`).
+struct remote_access_t {
+  const char* op;         // names the operation in an error
+  int rank;
+  const rmr_t& rmr;
+  std::uint64_t disp;
+  const char* disp_name;  // the displacement argument's name in an error
+  std::size_t size;
+};
+// Where such an access lands, as the network is told: the region and the
+// offset into it.
+struct net_target_t {
+  backend::net_rmr_t rmr;
+  std::uint64_t offset = 0;
+};
+// The network's view of an access once [rmr.base + disp, + size) is known
+// to lie inside the peer's registration [mr_base, mr_base + size) (rmr_t;
+// size 0 is unknown: not checked, and passed on as it always was). Throws
+// std::invalid_argument naming op, rank, disp and size before anything is
+// posted: many networks check no bounds at the target (docs/backends/ofi.md),
+// so this is the one check that always happens.
+net_target_t checked_target(const remote_access_t& access);
+
 // Validates and runs one operation (Table 1); retry is pushed to the
 // device's backlog when allow_retry is false.
 status_t post_comm(const post_args_t& args);

@@ -17,47 +17,44 @@ namespace {
 
 // Throws std::invalid_argument: "<op>: <what> rank R's registered region
 // of N bytes (rmr_t::size<note>)".
-[[noreturn]] void throw_outside(const char* op, const post_args_t& args, const std::string& what,
+[[noreturn]] void throw_outside(const remote_access_t& access, const std::string& what,
                                 const std::string& note) {
-  throw std::invalid_argument(std::string(op) + ": " + what + " rank " +
-                              std::to_string(args.rank) + "'s registered region of " +
-                              std::to_string(args.rmr.size) + " bytes (rmr_t::size" + note + ")");
+  throw std::invalid_argument(std::string(access.op) + ": " + what + " rank " +
+                              std::to_string(access.rank) + "'s registered region of " +
+                              std::to_string(access.rmr.size) + " bytes (rmr_t::size" + note +
+                              ")");
 }
 
-// Where a put or get lands, as the network is told: the region and the
-// offset into it.
-struct net_target_t {
-  backend::net_rmr_t rmr;
-  std::uint64_t offset = 0;
-};
+}  // namespace
 
-// The network's view of args.rmr and args.remote_disp once the access
-// [base + remote_disp, + size) is known to lie inside the peer's
-// registration [mr_base, mr_base + size) (rmr_t; size 0 is unknown: not
-// checked, and passed on as it always was). Throws std::invalid_argument
-// before anything is posted: many networks check no bounds at the target
-// (docs/backends/ofi.md), so this is the one check that always happens.
 // Subtractions only: no sum of user values can wrap. A checked access is
 // addressed from mr_base, so that a moved base reaches networks that take
 // offsets into the region (ofi's tcp) as well as those that take addresses.
-net_target_t checked_target(const char* op, const post_args_t& args) {
-  const rmr_t& rmr = args.rmr;
-  if (rmr.size == 0) return {{rmr.base, rmr.opaque_rkey, 0}, args.remote_disp};
+net_target_t checked_target(const remote_access_t& access) {
+  const rmr_t& rmr = access.rmr;
+  if (rmr.size == 0) return {{rmr.base, rmr.opaque_rkey, 0}, access.disp};
   if (rmr.base < rmr.mr_base || rmr.base - rmr.mr_base > rmr.size) {
-    throw_outside(op, args, "rmr.base = " + std::to_string(rmr.base) + " lies outside",
+    throw_outside(access, "rmr.base = " + std::to_string(rmr.base) + " lies outside",
                   ", from mr_base = " + std::to_string(rmr.mr_base));
   }
   const std::uintptr_t into = rmr.base - rmr.mr_base;
   const std::size_t room = rmr.size - into;  // bytes from base on
-  if (args.remote_disp > room || args.size > room - args.remote_disp) {
-    throw_outside(op, args,
-                  "remote_disp = " + std::to_string(args.remote_disp) + " with size = " +
-                      std::to_string(args.size) + " ends past",
+  if (access.disp > room || access.size > room - access.disp) {
+    throw_outside(access,
+                  std::string(access.disp_name) + " = " + std::to_string(access.disp) +
+                      " with size = " + std::to_string(access.size) + " ends past",
                   into == 0 ? "" : "; rmr.base is " + std::to_string(into) + " bytes into it");
   }
-  const net_target_t target{{rmr.mr_base, rmr.opaque_rkey, rmr.size}, into + args.remote_disp};
-  LCI_ASSERT(target.offset + args.size <= rmr.size, "an access past its region was let through");
+  const net_target_t target{{rmr.mr_base, rmr.opaque_rkey, rmr.size}, into + access.disp};
+  LCI_ASSERT(target.offset + access.size <= rmr.size, "an access past its region was let through");
   return target;
+}
+
+namespace {
+
+// post_put's and post_get's access, checked (checked_target()).
+net_target_t post_target(const char* op, const post_args_t& args) {
+  return checked_target({op, args.rank, args.rmr, args.remote_disp, "remote_disp", args.size});
 }
 
 // The immediate value of a put/get with a remote completion.
@@ -103,7 +100,7 @@ status_t abandon(device_impl_t& device, request_t* request, error_t error) {
 // the network still reports later (a stale key) completes the request fatal
 // (lci/progress/progress.cpp).
 status_t post_put(const post_args_t& args) {
-  const net_target_t target = checked_target("post_put", args);
+  const net_target_t target = post_target("post_put", args);
   device_impl_t& device = *args.device;
   backend::net_device_t& net = device.net();
   const bool signal = args.remote_comp != 0;
@@ -132,7 +129,7 @@ status_t post_put(const post_args_t& args) {
 }
 
 status_t post_get(const post_args_t& args) {
-  const net_target_t target = checked_target("post_get", args);
+  const net_target_t target = post_target("post_get", args);
   device_impl_t& device = *args.device;
   const bool signal = args.remote_comp != 0;
   const std::uint32_t imm = signal ? signal_imm(args, protocol::msg_type_t::get_signal) : 0;

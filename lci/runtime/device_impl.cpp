@@ -24,10 +24,13 @@ constexpr std::size_t backlog_entries_max = 4096;
 constexpr std::size_t recv_regions_max = 4;
 constexpr std::size_t recv_region_packets = 32;
 
+// packet_pool: nullptr for a raw device, which asks for no receive regions
+// and may have any max_msg_size (no packet must fit through it).
 std::unique_ptr<backend::net_device_t> open_net_device(runtime_impl_t* runtime,
                                                        const attr_device_t& attr,
                                                        const attr_net_context_t& net_context_attr,
-                                                       std::size_t packet_bytes) {
+                                                       const packet_pool_impl_t* packet_pool) {
+  const std::size_t packet_bytes = packet_pool != nullptr ? packet_pool->attr.packet_size : 0;
   // An eager message goes out whole in one packet, so a smaller limit would
   // make the network refuse the runtime's own sends.
   if (net_context_attr.max_msg_size != 0 && net_context_attr.max_msg_size < packet_bytes) {
@@ -45,8 +48,9 @@ std::unique_ptr<backend::net_device_t> open_net_device(runtime_impl_t* runtime,
   requested.net_max_recvs = attr.net_max_recvs;
   requested.net_max_cqes = attr.net_max_cqes;
   // The largest message a pre-posted receive takes is one packet (an eager
-  // message with its header; control messages are smaller).
-  requested.supports_multi_recv = true;
+  // message with its header; control messages are smaller). A raw device's
+  // program posts single receives of its own (net_post_recv).
+  requested.supports_multi_recv = packet_pool != nullptr;
   requested.multi_recv_min_free = packet_bytes;
   return runtime->net().alloc_device(requested);
 }
@@ -56,11 +60,13 @@ std::unique_ptr<backend::net_device_t> open_net_device(runtime_impl_t* runtime,
 // (requires_local_mr), a quarter of the network's registrations, at least
 // one, stays for sends, puts and gets, which finish without a peer's help;
 // otherwise the protocol registers nothing else, and standing ones may take
-// them all.
-std::size_t standing_registrations_max_of(const backend::net_device_attr_t& net_attr) {
+// them all. So may the program's on a raw device, where the protocol never
+// runs.
+std::size_t standing_registrations_max_of(const backend::net_device_attr_t& net_attr, bool raw) {
   const std::size_t total = net_attr.registrations_max;
   if (total == 0) return std::numeric_limits<std::size_t>::max();  // no known limit
-  const std::size_t reserved = net_attr.requires_local_mr ? std::max<std::size_t>(1, total / 4) : 0;
+  const std::size_t reserved =
+      net_attr.requires_local_mr && !raw ? std::max<std::size_t>(1, total / 4) : 0;
   if (total <= reserved) {
     throw std::invalid_argument(
         "alloc_device: the network allows " + std::to_string(total) +
@@ -76,16 +82,19 @@ device_impl_t::device_impl_t(runtime_impl_t* runtime, const attr_device_t& attr,
                              packet_pool_impl_t* packet_pool, device_pools_t* pools)
     : runtime_(runtime),
       attr_(attr),
-      net_(open_net_device(runtime, attr, net_context_attr, packet_pool->attr.packet_size)),
+      net_(open_net_device(runtime, attr, net_context_attr, packet_pool)),
       packet_pool_(packet_pool),
       pools_(pools),
       backlog_(backlog_entries_max) {
   const backend::net_device_attr_t& net_attr = net_->attr();
-  standing_registrations_max_ = standing_registrations_max_of(net_attr);
+  standing_registrations_max_ = standing_registrations_max_of(net_attr, raw());
   attr_.net_max_sends = net_attr.net_max_sends;
   attr_.net_max_recvs = net_attr.net_max_recvs;
   attr_.net_max_cqes = net_attr.net_max_cqes;
-  if (net_attr.supports_multi_recv) {
+  if (raw()) {
+    // Nothing pre-posted: the program's receives are the only ones.
+    LCI_ASSERT(!net_attr.supports_multi_recv, "a raw device was given receive regions");
+  } else if (net_attr.supports_multi_recv) {
     LCI_ASSERT(net_attr.multi_recv_min_free >= packet_payload_max(),
                "the network releases receive regions with less than a packet free");
     regions_ = std::make_unique<recv_regions_t>(
@@ -115,8 +124,12 @@ device_impl_t::~device_impl_t() {
   // reclaims them, and their share goes back for the pool's other devices.
   net_.reset();
   const std::size_t dropped = recvs_posted_.load(util::mo_relaxed);
-  packet_pool_->return_receive_share(dropped);
-  packet_pool_->note_dropped_receives(dropped);
+  if (raw()) {
+    LCI_ASSERT(dropped == 0, "a raw device pre-posted packets");
+  } else {
+    packet_pool_->return_receive_share(dropped);
+    packet_pool_->note_dropped_receives(dropped);
+  }
   while (backlog_.pop()) {
   }
 }
@@ -140,6 +153,20 @@ void device_impl_t::free_endpoint(endpoint_impl_t* endpoint) {
     }
   }
   throw std::invalid_argument("free_endpoint: not a live endpoint of its device");
+}
+
+void device_impl_t::throw_raw(const char* op) {
+  throw std::invalid_argument(std::string(op) +
+                              ": device has no packet pool: a raw network device, used only "
+                              "by the net_* operations (net_post_*, net_poll_cq)");
+}
+
+void device_impl_t::throw_not_raw(const char* op) {
+  throw std::invalid_argument(
+      std::string(op) +
+      ": device has a packet pool: its receives and completions belong to progress(); the raw "
+      "network layer needs a device allocated without one (a runtime with "
+      "alloc_default_packet_pool = false, and alloc_device without packet_pool)");
 }
 
 bool device_impl_t::take_standing_registration() {
@@ -167,6 +194,7 @@ void device_impl_t::return_standing_registration() {
 }
 
 std::size_t device_impl_t::packet_payload_max() const {
+  LCI_ASSERT(!raw(), "the protocol reached a raw device");
   return packet_pool_->attr.packet_size;
 }
 

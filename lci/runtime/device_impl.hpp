@@ -2,6 +2,22 @@
 // packet pool it receives into, the receives it keeps pre-posted, and the
 // backlog of protocol steps that found the network busy.
 //
+// A device allocated without a packet pool is a raw device (upstream LCI's
+// use of the raw network layer): it pre-posts nothing, and its network's
+// receive and completion queues belong to the program's net_* operations
+// (lci/runtime/net_ops.cpp). The protocol never touches it, so the two never
+// take each other's completions:
+//
+//   operation                                   with a packet pool   raw
+//   post_*, progress, test/wait_drained,
+//     sync_wait with progress, collectives      yes                  invalid
+//   net_post_*, net_poll_cq                     invalid              yes
+//   register_memory, alloc/free_endpoint,
+//     free_device                               yes                  yes
+//
+// An invalid cell throws std::invalid_argument naming the operation and
+// the device (require_packet_pool, require_raw).
+//
 // Thread safety: everything may run concurrently: posts and progress from
 //                any threads. The network device serialises internally with
 //                try-locks (busy -> retry); the backlog queue has its own
@@ -61,6 +77,7 @@ class device_impl_t {
  public:
   // net_context_attr: the net context's, whose max_msg_size and
   // max_inject_size bound what the network device is asked for.
+  // packet_pool: nullptr for a raw device.
   device_impl_t(runtime_impl_t* runtime, const attr_device_t& attr,
                 const attr_net_context_t& net_context_attr, packet_pool_impl_t* packet_pool,
                 device_pools_t* pools);
@@ -71,7 +88,18 @@ class device_impl_t {
   runtime_impl_t* runtime() const { return runtime_; }
   const attr_device_t& attr() const { return attr_; }
   backend::net_device_t& net() const { return *net_; }
+  // nullptr for a raw device.
   packet_pool_impl_t* packet_pool() const { return packet_pool_; }
+  bool raw() const { return packet_pool_ == nullptr; }
+  // The invalid cells of the table above: each throws std::invalid_argument
+  // naming `op` when the device is of the other kind. Inline: every post and
+  // progress call checks; only the throw is out of line.
+  void require_packet_pool(const char* op) const {
+    if (raw()) throw_raw(op);
+  }
+  void require_raw(const char* op) const {
+    if (!raw()) throw_not_raw(op);
+  }
   endpoint_impl_t* default_endpoint() const { return default_endpoint_.get(); }
   endpoint_impl_t* alloc_endpoint(const attr_endpoint_t& attr);
   // Throws std::invalid_argument when `endpoint` is not a live endpoint of
@@ -229,6 +257,8 @@ class device_impl_t {
   rdv_table_t& rdv_table() { return rdv_table_; }
 
  private:
+  [[noreturn]] static void throw_raw(const char* op);
+  [[noreturn]] static void throw_not_raw(const char* op);
   bool drain_backlog_steps();  // drain_backlog() with steps waiting
   bool post_receives();        // replenish_receives() below the target
   // Queues a step the network refused; returns posted_backlog (throws as

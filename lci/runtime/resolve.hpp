@@ -19,6 +19,10 @@ comp_impl_t* comp_null_retry_sentinel();
 
 runtime_impl_t& resolve_runtime(runtime_t runtime);
 device_impl_t& resolve_device(runtime_impl_t& runtime, device_t device);
+// The device of an operation with both options: `device`, else
+// `endpoint`'s, else the default; an endpoint of another device than
+// `device` is refused.
+device_impl_t& resolve_device(runtime_impl_t& runtime, device_t device, endpoint_t endpoint);
 packet_pool_impl_t& resolve_packet_pool(runtime_impl_t& runtime, packet_pool_t pool);
 matching_engine_impl_t& resolve_matching_engine(runtime_impl_t& runtime,
                                                 matching_engine_t engine);

@@ -79,18 +79,18 @@ runtime_impl_t::runtime_impl_t(const attr_runtime_t& attr, host_t& host)
   if (attr.alloc_default_matching_engine) {
     default_matching_engine_ = alloc_matching_engine(get_default_attr_matching_engine());
   }
+  // Without a default packet pool the default device is raw
+  // (device_impl.hpp): upstream's way to give a program the network alone.
   if (attr.alloc_default_device) {
-    if (default_packet_pool_ == nullptr) {
-      throw std::invalid_argument(
-          "alloc_default_device = true needs alloc_default_packet_pool = true");
-    }
     default_device_ = alloc_device(get_default_attr_device(), nullptr, default_packet_pool_);
   }
 }
 
 void runtime_impl_t::leave() {
   leaving_.store(true, util::mo_relaxed);  // relaxed: see leaving()
-  if (rank_n_ == 1 || default_device_ == nullptr) return;
+  // A raw default device carries no protocol message: its program
+  // synchronises its own leaving (docs/api_compat.md, "Raw network layer").
+  if (rank_n_ == 1 || default_device_ == nullptr || default_device_->raw()) return;
   for (int rank = 0; rank < rank_n_; ++rank) {
     if (is_peer_dead(rank)) return;
   }
@@ -188,11 +188,8 @@ device_impl_t* runtime_impl_t::alloc_device(const attr_device_t& attr,
   check_supported(attr, "alloc_device");
   if (net_context == nullptr) net_context = default_net_context_.get();
   if (pool == nullptr) pool = default_packet_pool_;
-  if (pool == nullptr) {
-    throw std::invalid_argument("alloc_device: packet_pool is empty and the runtime has no "
-                                "default packet pool");
-  }
-  if (pool->runtime != this) {
+  // Still nullptr: a raw device (device_impl.hpp).
+  if (pool != nullptr && pool->runtime != this) {
     throw std::invalid_argument("alloc_device: packet_pool belongs to another runtime");
   }
   // Devices pair across ranks by allocation order (backend.hpp): two

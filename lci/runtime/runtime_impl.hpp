@@ -58,7 +58,8 @@ class runtime_impl_t {
   // live resource of this runtime (freed twice, or another runtime's).
   net_context_impl_t* alloc_net_context(const attr_net_context_t& attr);
   void free_net_context(net_context_impl_t* net_context);
-  // net_context, pool: nullptr for the runtime's default.
+  // net_context, pool: nullptr for the runtime's default. No pool and no
+  // default pool: a raw device (device_impl.hpp).
   device_impl_t* alloc_device(const attr_device_t& attr, net_context_impl_t* net_context,
                               packet_pool_impl_t* pool);
   void free_device(device_impl_t* device);
@@ -126,7 +127,8 @@ class runtime_impl_t {
   // peer's death is no longer thrown by progress (it has most likely left
   // too); a peer that crashed before it entered the barrier is thrown here
   // (std::runtime_error naming it). No barrier with one rank, without a
-  // default device, or with a peer known dead (it could not complete).
+  // default device or with a raw one (it carries no protocol message), or
+  // with a peer known dead (it could not complete).
   // Blocking: until every rank has called it (or a crash is found).
   void leave();
   // After leave(), right before destruction: progresses every device until

@@ -48,6 +48,15 @@ device_impl_t& resolve_device(runtime_impl_t& runtime, device_t device) {
   return *impl;
 }
 
+device_impl_t& resolve_device(runtime_impl_t& runtime, device_t device, endpoint_t endpoint) {
+  if (device.is_empty() && !endpoint.is_empty()) device = device_t(endpoint.p_impl->device);
+  device_impl_t& impl = resolve_device(runtime, device);
+  if (!endpoint.is_empty() && endpoint.p_impl->device != &impl) {
+    throw std::invalid_argument("endpoint: belongs to another device than `device`");
+  }
+  return impl;
+}
+
 packet_pool_impl_t& resolve_packet_pool(runtime_impl_t& runtime, packet_pool_t pool) {
   packet_pool_impl_t* impl = pool.p_impl != nullptr ? pool.p_impl : runtime.default_packet_pool();
   if (impl == nullptr) {
@@ -243,8 +252,13 @@ device_t alloc_device_x::call_impl(const attr_device_t& attr, net_context_t net_
   if (!net_context.is_empty() && net_context.p_impl->runtime != &rt) {
     throw std::invalid_argument("alloc_device: net_context belongs to another runtime");
   }
-  detail::packet_pool_impl_t& pool = detail::resolve_packet_pool(rt, packet_pool);
-  return device_t(rt.alloc_device(attr, net_context.p_impl, &pool));
+  // No pool given and no default one: a raw device (upstream's, for the
+  // raw network layer; device_impl.hpp).
+  detail::packet_pool_impl_t* pool =
+      packet_pool.is_empty() && rt.default_packet_pool() == nullptr
+          ? nullptr
+          : &detail::resolve_packet_pool(rt, packet_pool);
+  return device_t(rt.alloc_device(attr, net_context.p_impl, pool));
 }
 
 void free_device_x::call_impl(device_t* device, runtime_t runtime) const {
@@ -287,8 +301,14 @@ mr_t register_memory_x::call_impl(void* address, std::size_t size, device_t devi
   // one (device_impl_t::take_standing_registration).
   int attempt = 1;
   bool taken = d.take_standing_registration();
+  // A raw device is never progressed here: its completions are the
+  // program's (net_poll_cq), and the protocol holds none of its
+  // registrations.
+  const auto wait_for_registrations = [&] {
+    if (d.raw() || detail::progress_device(d).is_retry()) rt.host().idle("register_memory");
+  };
   for (; !taken && attempt < attempts_max; ++attempt) {
-    if (detail::progress_device(d).is_retry()) rt.host().idle("register_memory");
+    wait_for_registrations();
     taken = d.take_standing_registration();
   }
   if (!taken) {
@@ -300,7 +320,7 @@ mr_t register_memory_x::call_impl(void* address, std::size_t size, device_t devi
   }
   error_t error = d.net().register_memory(address, size, &net_mr);
   for (; error.is_retry() && attempt < attempts_max; ++attempt) {
-    if (detail::progress_device(d).is_retry()) rt.host().idle("register_memory");
+    wait_for_registrations();
     error = d.net().register_memory(address, size, &net_mr);
   }
   if (!error.is_done()) {

@@ -92,6 +92,38 @@ static_assert(same_v<decltype(&matching_engine_insert_x::call_impl),
                      matching_entry_val_t (matching_engine_insert_x::*)(
                          matching_engine_t, matching_entry_key_t, matching_entry_val_t,
                          matching_entry_type_t, runtime_t) const>);
+// The raw network layer: upstream's positional arguments, then its options
+// (device; endpoint for the posts to a peer; imm_data where the network
+// carries it; user_context), then the runtime.
+static_assert(same_v<decltype(&net_poll_cq_x::call_impl),
+                     size_t (net_poll_cq_x::*)(size_t, net_status_t*, device_t, runtime_t) const>);
+static_assert(same_v<decltype(&net_post_recv_x::call_impl),
+                     lci::error_t (net_post_recv_x::*)(void*, size_t, mr_t, device_t, void*,
+                                                       runtime_t) const>);
+static_assert(same_v<decltype(&net_post_sends_x::call_impl),
+                     lci::error_t (net_post_sends_x::*)(int, void*, size_t, device_t, endpoint_t,
+                                                        net_imm_data_t, void*, runtime_t) const>);
+static_assert(same_v<decltype(&net_post_send_x::call_impl),
+                     lci::error_t (net_post_send_x::*)(int, void*, size_t, mr_t, device_t,
+                                                       endpoint_t, net_imm_data_t, void*,
+                                                       runtime_t) const>);
+static_assert(same_v<decltype(&net_post_puts_x::call_impl),
+                     lci::error_t (net_post_puts_x::*)(int, void*, size_t, uint64_t, rmr_t,
+                                                       device_t, endpoint_t, void*, runtime_t) const>);
+static_assert(same_v<decltype(&net_post_put_x::call_impl),
+                     lci::error_t (net_post_put_x::*)(int, void*, size_t, mr_t, uint64_t, rmr_t,
+                                                      device_t, endpoint_t, void*, runtime_t) const>);
+static_assert(same_v<decltype(&net_post_putImms_x::call_impl),
+                     lci::error_t (net_post_putImms_x::*)(int, void*, size_t, uint64_t, rmr_t,
+                                                          device_t, endpoint_t, net_imm_data_t,
+                                                          void*, runtime_t) const>);
+static_assert(same_v<decltype(&net_post_putImm_x::call_impl),
+                     lci::error_t (net_post_putImm_x::*)(int, void*, size_t, mr_t, uint64_t, rmr_t,
+                                                         device_t, endpoint_t, net_imm_data_t,
+                                                         void*, runtime_t) const>);
+static_assert(same_v<decltype(&net_post_get_x::call_impl),
+                     lci::error_t (net_post_get_x::*)(int, void*, size_t, mr_t, uint64_t, rmr_t,
+                                                      device_t, endpoint_t, void*, runtime_t) const>);
 
 // ---- setters: detection of a setter by name, for a given functor.
 #define LCI_TEST_HAS_SETTER(setter, argument)                                           \
