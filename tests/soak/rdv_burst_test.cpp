@@ -76,12 +76,18 @@ TEST(RdvBurst, ManyActiveMessages) {
 // whole standing share (12 of the simulator's 16: a quarter stays for
 // writes; 1 of the smallest limit's 2) used to stall every rendezvous
 // receive until it deregistered some: this deadlocked in every seed.
-TEST(RdvBurst, ProgramHoldsEveryStandingRegistration) {
-  LCI_SIM_ONLY("the simulator's registration limit");
+// Both phases, 16 messages each, to random ranks.
+rdv_burst_t mixed_burst() {
   rdv_burst_t burst;
   burst.am_count = 16;
   burst.sendrecv_count = 16;
   burst.target = burst_target_t::random;
+  return burst;
+}
+
+TEST(RdvBurst, ProgramHoldsEveryStandingRegistration) {
+  LCI_SIM_ONLY("the simulator's registration limit");
+  rdv_burst_t burst = mixed_burst();
   burst.held_registrations = 12;
   expect_burst_ok(3, burst, registrations_default);
   burst.held_registrations = 1;
@@ -94,11 +100,7 @@ TEST(RdvBurst, ProgramHoldsEveryStandingRegistration) {
 // used to leave them waiting forever.
 TEST(RdvBurst, NoRegistrationLargeEnough) {
   LCI_SIM_ONLY("the simulator's largest registration");
-  rdv_burst_t burst;
-  burst.am_count = 16;
-  burst.sendrecv_count = 16;
-  burst.target = burst_target_t::random;
-  expect_burst_ok(3, burst, registrations_default, /*registration_size_max=*/4096);
+  expect_burst_ok(3, mixed_burst(), registrations_default, /*registration_size_max=*/4096);
 }
 
 }  // namespace
