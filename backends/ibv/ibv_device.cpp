@@ -128,6 +128,7 @@ ibv_device_t::ibv_device_t(ibv_context_t& context, const backend::net_device_att
   inline_max_ = requested.inject_size_max != 0
                     ? static_cast<std::uint32_t>(requested.inject_size_max)
                     : inline_default;
+  resolve_ibv_attr(requested.ibv);  // before anything is created or exchanged
   try {
     set_up();
   } catch (...) {
@@ -138,6 +139,104 @@ ibv_device_t::ibv_device_t(ibv_context_t& context, const backend::net_device_att
     destroy_verbs_objects();
     throw;
   }
+}
+
+// ---- the ibv attributes ----
+
+void ibv_device_t::resolve_ibv_attr(const backend::net_ibv_attr_t& requested) {
+  using backend::net_ibv_odp_t;
+  using backend::net_ibv_prefetch_t;
+  using backend::net_ibv_td_t;
+  if (requested.odp > net_ibv_odp_t::implicit_odp) {
+    throw std::invalid_argument("ibv_odp_strategy = " +
+                                std::to_string(static_cast<int>(requested.odp)) +
+                                ": not an on-demand paging strategy");
+  }
+  if (requested.prefetch > net_ibv_prefetch_t::prefetch_no_fault) {
+    throw std::invalid_argument("ibv_prefetch_strategy = " +
+                                std::to_string(static_cast<int>(requested.prefetch)) +
+                                ": no advise_mr advice of the verbs table matches it");
+  }
+  if (requested.td > net_ibv_td_t::per_qp) {
+    throw std::invalid_argument("ibv_td_strategy = " +
+                                std::to_string(static_cast<int>(requested.td)) +
+                                ": not a thread-domain strategy");
+  }
+  if (requested.prefetch != net_ibv_prefetch_t::none && requested.odp == net_ibv_odp_t::none) {
+    throw std::invalid_argument(
+        "ibv_prefetch_strategy: prefetches on-demand registrations; it needs "
+        "ibv_odp_strategy = explicit_odp or implicit_odp (the default none pins every "
+        "registration)");
+  }
+  attr_.ibv.gid_index = requested.gid_index;
+  attr_.ibv.force_gid_auto_select = requested.force_gid_auto_select;
+  attr_.ibv.td = requested.td;
+  gid_index_ = select_gid_index(requested);
+  if (gid_index_ >= 0) {
+    ibv_gid_entry entry{};
+    const int error = verbs_.query_gid_ex(context_.context(), context_.port_num(),
+                                          static_cast<std::uint32_t>(gid_index_), &entry, 0);
+    if (error != 0) {
+      throw std::invalid_argument("ibv_gid_idx = " + std::to_string(gid_index_) +
+                                  ": the port's GID entry cannot be read (" +
+                                  std::strerror(error) + ")");
+    }
+    gid_ = entry.gid;
+  }
+  resolve_odp(requested);
+}
+
+// The GID index of the QPs' address vectors (-1: none, LID routing).
+int ibv_device_t::select_gid_index(const backend::net_ibv_attr_t& requested) const {
+  const ibv_port_attr& port = context_.port_attr();
+  if (requested.gid_index < -1 || requested.gid_index >= port.gid_tbl_len) {
+    throw std::invalid_argument("ibv_gid_idx = " + std::to_string(requested.gid_index) +
+                                ": the port's GID table has " +
+                                std::to_string(port.gid_tbl_len) + " entries (-1: automatic)");
+  }
+  if (requested.gid_index >= 0) return requested.gid_index;
+  const bool ethernet = port.link_layer == IBV_LINK_LAYER_ETHERNET;
+  if (!ethernet && !requested.force_gid_auto_select) return -1;
+  // The first RoCE v2 GID, IPv4-mapped (::ffff:a.b.c.d) ones first: v2 is
+  // routed (UDP/IP), v1 stays in its layer-2 segment. Else index 0.
+  int v2_index = -1;
+  for (int index = 0; index < port.gid_tbl_len; ++index) {
+    ibv_gid_entry entry{};
+    if (verbs_.query_gid_ex(context_.context(), context_.port_num(),
+                            static_cast<std::uint32_t>(index), &entry, 0) != 0) {
+      continue;  // an empty entry
+    }
+    if (entry.gid_type != IBV_GID_TYPE_ROCE_V2) continue;
+    const std::uint8_t* raw = entry.gid.raw;
+    const bool ipv4_mapped = std::all_of(raw, raw + 10, [](std::uint8_t b) { return b == 0; }) &&
+                             raw[10] == 0xff && raw[11] == 0xff;
+    if (ipv4_mapped) return index;
+    if (v2_index < 0) v2_index = index;
+  }
+  return v2_index >= 0 ? v2_index : 0;
+}
+
+// On-demand paging where the device reports it (query_device_ex).
+void ibv_device_t::resolve_odp(const backend::net_ibv_attr_t& requested) {
+  attr_.ibv.odp = backend::net_ibv_odp_t::none;
+  attr_.ibv.prefetch = backend::net_ibv_prefetch_t::none;
+  if (requested.odp == backend::net_ibv_odp_t::none) return;
+  ibv_device_attr_ex device{};
+  if (verbs_.query_device_ex(context_.context(), nullptr, &device) != 0) return;  // no ODP
+  constexpr std::uint32_t rc_needed = IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV |
+                                      IBV_ODP_SUPPORT_WRITE | IBV_ODP_SUPPORT_READ |
+                                      IBV_ODP_SUPPORT_SRQ_RECV;
+  const ibv_odp_caps& caps = device.odp_caps;
+  if ((caps.general_caps & IBV_ODP_SUPPORT) == 0 ||
+      (caps.per_transport_caps.rc_odp_caps & rc_needed) != rc_needed) {
+    return;  // pinned registrations, as with none
+  }
+  const bool implicit = requested.odp == backend::net_ibv_odp_t::implicit_odp &&
+                        (caps.general_caps & IBV_ODP_SUPPORT_IMPLICIT) != 0;
+  attr_.ibv.odp = implicit ? backend::net_ibv_odp_t::implicit_odp
+                           : backend::net_ibv_odp_t::explicit_odp;
+  attr_.ibv.prefetch = requested.prefetch;
+  odp_access_ = IBV_ACCESS_ON_DEMAND;
 }
 
 void ibv_device_t::set_up() {
@@ -151,7 +250,9 @@ void ibv_device_t::set_up() {
   attr_.net_max_sends = sends_max_;
   attr_.net_max_recvs = recvs_max_;
   attr_.net_max_cqes = sends_max_ + recvs_max_;
-  attr_.registrations_max = static_cast<std::size_t>(device.max_mr);
+  // Under implicit ODP a registration creates no MR: no limit.
+  attr_.registrations_max =
+      implicit_mr_ != nullptr ? 0 : static_cast<std::size_t>(device.max_mr);
   attr_.supports_multi_recv = false;
   attr_.multi_recv_min_free = 0;
   ops_.resize(sends_max_ + recvs_max_ + notices_max_);
@@ -175,6 +276,10 @@ void ibv_device_t::set_up() {
 void ibv_device_t::create_queues() {
   pd_ = verbs_.alloc_pd(context_.context());
   if (pd_ == nullptr) throw_verbs(verbs_, "alloc_pd", errno);
+  if (attr_.ibv.odp == backend::net_ibv_odp_t::implicit_odp) {
+    implicit_mr_ = verbs_.reg_mr(pd_, nullptr, SIZE_MAX, access_all | IBV_ACCESS_ON_DEMAND);
+    if (implicit_mr_ == nullptr) throw_verbs(verbs_, "reg_mr (implicit on-demand)", errno);
+  }
   // Every op produces at most one completion: the CQ cannot overrun.
   cq_ = verbs_.create_cq(context_.context(),
                          static_cast<int>(sends_max_ + recvs_max_ + notices_max_));
@@ -213,12 +318,14 @@ void ibv_device_t::create_queues() {
 }
 
 // The PD the next QP is created on: the PD itself, or a parent domain
-// binding it to a thread domain (td_strategy_t): a new one per QP, or the
+// binding it to a thread domain (attr_.ibv.td): a new one per QP, or the
 // device's one. A provider without thread domains gets the PD.
 ibv_pd* ibv_device_t::qp_domain() {
-  const td_strategy_t strategy = context_.td_strategy();
-  if (strategy == td_strategy_t::none) return pd_;
-  if (strategy == td_strategy_t::all_qp && !parent_domains_.empty()) return parent_domains_[0];
+  const backend::net_ibv_td_t strategy = attr_.ibv.td;
+  if (strategy == backend::net_ibv_td_t::none) return pd_;
+  if (strategy == backend::net_ibv_td_t::all_qp && !parent_domains_.empty()) {
+    return parent_domains_[0];
+  }
   if (tds_unsupported_) return pd_;
   ibv_td_init_attr td_init{};
   ibv_td* td = verbs_.alloc_td(context_.context(), &td_init);
@@ -250,7 +357,7 @@ void ibv_device_t::connect_peers() {
   const auto me = static_cast<std::size_t>(rank_);
   address_t mine{};
   mine.lid = context_.port_attr().lid;
-  std::memcpy(mine.gid, context_.gid().raw, sizeof(mine.gid));
+  std::memcpy(mine.gid, gid_.raw, sizeof(mine.gid));
   std::vector<address_t> addresses(ranks);
   context_.bootstrap().allgather(&mine, sizeof(mine), addresses.data());
   constexpr std::size_t row_size = peers_per_round * channels_count;
@@ -323,12 +430,13 @@ int ibv_device_t::bring_up_to_rtr(const peer_t& peer, channel_t& channel) {
   attr.min_rnr_timer = min_rnr_timer;
   attr.ah_attr.dlid = peer.remote_lid;
   attr.ah_attr.port_num = context_.port_num();
-  if (context_.port_attr().link_layer == IBV_LINK_LAYER_ETHERNET) {
-    // RoCE routes by GID (GID index 0, as queried at open), not by LID.
+  if (gid_index_ >= 0) {
+    // A GRH: RoCE routes by GID, not by LID (and InfiniBand may, across
+    // subnets). hop_limit: RoCE v2 crosses IP routers.
     attr.ah_attr.is_global = 1;
     attr.ah_attr.grh.dgid = peer.remote_gid;
-    attr.ah_attr.grh.sgid_index = 0;
-    attr.ah_attr.grh.hop_limit = 1;
+    attr.ah_attr.grh.sgid_index = static_cast<std::uint8_t>(gid_index_);
+    attr.ah_attr.grh.hop_limit = 64;
   }
   if (int error = verbs_.modify_qp(channel.qp, &attr,
                                    IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
@@ -390,7 +498,11 @@ void ibv_device_t::destroy_verbs_objects() {
     }
   }
   for (op_t& op : ops_) {
-    if (op.own_mr != nullptr) (void)verbs_.dereg_mr(op.own_mr);
+    if (op.own_mr != nullptr) (void)dereg_range(op.own_mr);
+  }
+  if (implicit_mr_ != nullptr) {
+    const int error = verbs_.dereg_mr(implicit_mr_);
+    LCI_ASSERT(error == 0, "dereg_mr of the implicit on-demand MR failed");
   }
   for (ibv_pd* parent : parent_domains_) {
     const int error = verbs_.dealloc_pd(parent);
@@ -435,7 +547,7 @@ ibv_device_t::op_t* ibv_device_t::alloc_op(bool is_recv) {
 void ibv_device_t::release_op(op_t* op) {
   LCI_ASSERT(op->state != op_state_t::free, "an op released twice");
   if (op->own_mr != nullptr) {
-    const int error = verbs_.dereg_mr(op->own_mr);
+    const int error = dereg_range(op->own_mr);
     LCI_ASSERT(error == 0, "dereg_mr of an op's own registration failed");
     op->own_mr = nullptr;
   }
@@ -469,7 +581,7 @@ error_t ibv_device_t::fill_op(op_t* op, const post_args_t& args) {
     return errorcode_t::done;
   }
   if (args.size == 0) return errorcode_t::done;
-  op->own_mr = verbs_.reg_mr(pd_, op->buffer, args.size, IBV_ACCESS_LOCAL_WRITE);
+  op->own_mr = reg_range(op->buffer, args.size, IBV_ACCESS_LOCAL_WRITE);
   if (op->own_mr == nullptr) return errorcode_t::retry_nomem;
   op->lkey = op->own_mr->lkey;
   return errorcode_t::done;
@@ -574,7 +686,7 @@ error_t ibv_device_t::post_recv(void* buffer, std::size_t size, net_mr_t mr, voi
   if (!mr.is_empty()) {
     op->lkey = static_cast<ibv_mr*>(mr.opaque)->lkey;
   } else if (size > 0) {
-    op->own_mr = verbs_.reg_mr(pd_, buffer, size, IBV_ACCESS_LOCAL_WRITE);
+    op->own_mr = reg_range(buffer, size, IBV_ACCESS_LOCAL_WRITE);
     if (op->own_mr == nullptr) {
       release_op(op);
       return errorcode_t::retry_nomem;
@@ -892,13 +1004,52 @@ std::size_t ibv_device_t::poll_comp(net_status_t* statuses, std::size_t statuses
 
 // ---- registration ----
 
+// [address, address + size) registered with `access` (and on demand under
+// explicit ODP), or under implicit ODP the implicit MR, which covers it
+// already. nullptr (errno set) when reg_mr refuses.
+ibv_mr* ibv_device_t::reg_range(void* address, std::size_t size, int access) {
+  if (implicit_mr_ != nullptr) return implicit_mr_;
+  return verbs_.reg_mr(pd_, address, size, access | odp_access_);
+}
+
+int ibv_device_t::dereg_range(ibv_mr* mr) {
+  LCI_ASSERT(mr != nullptr, "deregistering no MR");
+  if (mr == implicit_mr_) return 0;  // the device's, until it is destroyed
+  return verbs_.dereg_mr(mr);
+}
+
+// The prefetch strategy's advice over the range of an on-demand MR,
+// synchronous (FLUSH) and in pieces an SGE can carry. Advice only: a range
+// it did not fault in is faulted in by the first access.
+void ibv_device_t::prefetch(ibv_mr* mr, void* address, std::size_t size) {
+  using backend::net_ibv_prefetch_t;
+  if (attr_.ibv.prefetch == net_ibv_prefetch_t::none) return;
+  LCI_ASSERT(attr_.ibv.odp != backend::net_ibv_odp_t::none, "a prefetch without ODP");
+  const ibv_advise_mr_advice advice =
+      attr_.ibv.prefetch == net_ibv_prefetch_t::prefetch_write ? IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE
+      : attr_.ibv.prefetch == net_ibv_prefetch_t::prefetch_no_fault
+          ? IBV_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT
+          : IBV_ADVISE_MR_ADVICE_PREFETCH;
+  constexpr std::size_t piece_bytes_max = std::size_t{1} << 30;
+  auto* next = static_cast<unsigned char*>(address);
+  for (std::size_t left = size; left > 0;) {  // bounded: size / piece_bytes_max turns
+    const std::size_t piece = std::min(left, piece_bytes_max);
+    ibv_sge sge{reinterpret_cast<std::uint64_t>(next), static_cast<std::uint32_t>(piece),
+                mr->lkey};
+    if (verbs_.advise_mr(pd_, advice, IBV_ADVISE_MR_FLAG_FLUSH, &sge, 1) != 0) return;
+    next += piece;
+    left -= piece;
+  }
+}
+
 error_t ibv_device_t::register_memory(void* address, std::size_t size, net_mr_t* mr) {
   *mr = net_mr_t{};
-  ibv_mr* registered = verbs_.reg_mr(pd_, address, size, access_all);
+  ibv_mr* registered = reg_range(address, size, access_all);
   if (registered == nullptr) {
     if (errno == ENOMEM || errno == EAGAIN) return errorcode_t::retry_nomem;
     throw_verbs(verbs_, "reg_mr", errno);
   }
+  prefetch(registered, address, size);
   mr->base = address;
   mr->size = size;
   mr->opaque = registered;
@@ -907,8 +1058,9 @@ error_t ibv_device_t::register_memory(void* address, std::size_t size, net_mr_t*
 
 void ibv_device_t::deregister_memory(net_mr_t* mr) {
   if (mr->is_empty()) return;
-  const int error = verbs_.dereg_mr(static_cast<ibv_mr*>(mr->opaque));
-  if (error != 0) throw_verbs(verbs_, "dereg_mr", error);
+  if (int error = dereg_range(static_cast<ibv_mr*>(mr->opaque))) {
+    throw_verbs(verbs_, "dereg_mr", error);
+  }
   *mr = net_mr_t{};
 }
 

@@ -4,8 +4,28 @@
 // every rank, itself included (a message QP on the caller's SRQ for sends;
 // an RMA QP on the notice SRQ for puts, puts with immediate and gets),
 // connected at creation by exchanging QP numbers, LID and GID through the
-// context's bootstrap (docs/backends/ibv.md, "The device"). QPs sit on the
-// PD or on parent domains, per the context's td_strategy_t.
+// context's bootstrap (docs/backends/ibv.md, "The device").
+//
+// The ibv attributes (net_device_attr_t::ibv, checked before anything is
+// created, so every rank refuses a bad value before the first exchange):
+//   gid_index    a set index (< the port's GID table) addresses the QPs
+//                through a GRH with that source GID; -1 on Ethernet (RoCE),
+//                or with force_gid_auto_select, picks the first RoCE v2 GID
+//                (IPv4-mapped first), else index 0; -1 on InfiniBand: LID
+//                routing, no GRH.
+//   odp          explicit_odp: registrations with IBV_ACCESS_ON_DEMAND;
+//                implicit_odp: one implicit on-demand MR of the whole
+//                address space, whose keys every registration uses (no
+//                reg_mr per buffer). Only where query_device_ex reports the
+//                capability (implicit without IMPLICIT: explicit); without
+//                it pinned registrations (resolved attr: none).
+//   prefetch     with on-demand paging: register_memory advises the range
+//                (advise_mr, synchronous); needs odp != none.
+//   td           none (QPs on the PD), all_qp (one TD and parent domain for
+//                all QPs), per_qp (one per QP); a provider without thread
+//                domains gets none.
+// A value outside its enum, a GID index beyond the table, or a prefetch
+// without on-demand paging: std::invalid_argument naming the attribute.
 //
 // Operations: post_sends/post_puts/post_putImms go inline (they copy the
 // payload; inject_size_max is the QP's granted max_inline_data);
@@ -70,6 +90,11 @@ class ibv_device_t final : public backend::net_device_t {
   // Thread domains the device allocated (0 under td_strategy_t::none or a
   // provider without them; 1 under all_qp; one per QP under per_qp).
   std::size_t thread_domains_count() const { return tds_.size(); }
+  // The GID index the QPs' address vectors use (exchanged with the peers);
+  // -1: none (InfiniBand LID routing).
+  int gid_index() const { return gid_index_; }
+  // The ibv attributes in force (net_device_attr_t::ibv, resolved).
+  const backend::net_ibv_attr_t& ibv_attr() const { return attr_.ibv; }
 
   [[nodiscard]] error_t post_recv(void* buffer, std::size_t size, backend::net_mr_t mr,
                                   void* user_context) override;
@@ -162,6 +187,9 @@ class ibv_device_t final : public backend::net_device_t {
   struct post_args_t;
 
   // The constructor's work; it destroys what it made if this throws.
+  void resolve_ibv_attr(const backend::net_ibv_attr_t& requested);
+  int select_gid_index(const backend::net_ibv_attr_t& requested) const;
+  void resolve_odp(const backend::net_ibv_attr_t& requested);
   void set_up();
   void destroy_verbs_objects();
   void create_queues();
@@ -175,6 +203,9 @@ class ibv_device_t final : public backend::net_device_t {
   int post_wr(channel_t& channel, op_t* op);
   channel_t& channel_of(const op_t* op);
   [[nodiscard]] error_t post_recv_op(op_t* op);
+  ibv_mr* reg_range(void* address, std::size_t size, int access);
+  int dereg_range(ibv_mr* mr);
+  void prefetch(ibv_mr* mr, void* address, std::size_t size);
   op_t* alloc_op(bool is_recv);
   void release_op(op_t* op);
   std::size_t drain_settled(backend::net_status_t* statuses, std::size_t statuses_max);
@@ -198,8 +229,12 @@ class ibv_device_t final : public backend::net_device_t {
   std::size_t recvs_max_ = 0;
   std::size_t notices_max_ = 0;
   std::uint32_t inline_max_ = 0;
+  int gid_index_ = -1;
+  ibv_gid gid_{};          // the entry gid_index_ names (zero without one)
+  int odp_access_ = 0;     // IBV_ACCESS_ON_DEMAND under explicit_odp
+  ibv_mr* implicit_mr_ = nullptr;  // under implicit_odp: every registration's keys
   ibv_pd* pd_ = nullptr;
-  std::vector<ibv_td*> tds_;             // per the context's td_strategy_t
+  std::vector<ibv_td*> tds_;             // per attr_.ibv.td
   std::vector<ibv_pd*> parent_domains_;  // one per TD: where the QPs are created
   bool tds_unsupported_ = false;         // alloc_td said EOPNOTSUPP: QPs on the PD
   ibv_cq* cq_ = nullptr;

@@ -22,65 +22,10 @@
 #include "backends/ibv/ibv_emu_fabric.hpp"
 #include "sim/sim_harness.hpp"
 #include "sim/sim_seed.hpp"
+#include "tests/ibv/ibv_device_test_util.hpp"
 
 namespace lci::backends::ibv {
 namespace {
-
-using backend::net_fault_t;
-using backend::net_mr_t;
-using backend::net_opcode_t;
-using backend::net_rmr_t;
-using backend::net_status_t;
-
-// Runs body(rank, env, context) on two ranks over one emulated fabric;
-// returns the run's trace: the scheduler's and the fabric's hashes mixed.
-std::uint64_t run_two_ranks(std::uint64_t seed,
-                            const std::function<void(sim::rank_env_t&, ibv_context_t&)>& body,
-                            const ibv_context_options_t& context_options = {},
-                            emu_options_t emu = {}) {
-  emu.hcas_count = 2;
-  emu.seed = seed;
-  emu_fabric_t fabric(emu);
-  const sim::run_report_t report = sim::run_ranks(
-      2, sim::default_run_options(seed), [&](sim::rank_env_t& env) {
-        ibv_context_t context(fabric.verbs(env.rank()), env.rank(), env.ranks_count(),
-                              ibv_bootstrap_t{[&env](const void* mine, std::size_t bytes,
-                                                     void* all) { env.allgather(mine, bytes, all); },
-                                              [&env](const char* what) { env.wait(what); }},
-                              context_options);
-        body(env, context);
-      });
-  EXPECT_TRUE(report.ok) << report.report << "\n" << fabric.describe();
-  return report.trace_hash * 31 + fabric.trace_hash();
-}
-
-// Polls `device` until `done`, collecting every completion.
-void poll_until(sim::rank_env_t& env, backend::net_device_t& device,
-                std::vector<net_status_t>* statuses, const std::function<bool()>& done,
-                const char* what) {
-  for (int turn = 0; !done(); ++turn) {
-    ASSERT_LT(turn, 1'000'000) << "waited too long for " << what;
-    net_status_t batch[8];
-    const std::size_t count = device.poll_comp(batch, 8);
-    statuses->insert(statuses->end(), batch, batch + count);
-    env.wait(what);
-  }
-}
-
-template <typename Op>
-void post_retrying(sim::rank_env_t& env, backend::net_device_t& device, Op&& op) {
-  for (int tries = 0;; ++tries) {
-    const error_t error = op();
-    if (!error.is_retry()) {
-      ASSERT_TRUE(error.is_done() || error.is_posted()) << error.get_str();
-      return;
-    }
-    ASSERT_LT(tries, 100'000);
-    net_status_t batch[8];
-    (void)device.poll_comp(batch, 0);
-    env.wait("post retry");
-  }
-}
 
 // The responder keeps polling until the requester is done (as a runtime's
 // progress does): its own QP, which the refused put moved to ERR, is
@@ -227,19 +172,19 @@ TEST(IbvDevice, UnreachablePeerFailsNamingItsRankAndIsReportedOnce) {
 // registered on the PD the parent domains share).
 TEST(IbvDevice, ThreadDomainStrategies) {
   struct expectation_t {
-    td_strategy_t strategy;
+    backend::net_ibv_td_t strategy;
     std::size_t tds;
   };
   // Two ranks, two QPs per rank: 4 QPs per device.
-  for (const expectation_t expected : {expectation_t{td_strategy_t::none, 0},
-                                       expectation_t{td_strategy_t::all_qp, 1},
-                                       expectation_t{td_strategy_t::per_qp, 4}}) {
-    ibv_context_options_t options;
-    options.td_strategy = expected.strategy;
+  for (const expectation_t expected : {expectation_t{backend::net_ibv_td_t::none, 0},
+                                       expectation_t{backend::net_ibv_td_t::all_qp, 1},
+                                       expectation_t{backend::net_ibv_td_t::per_qp, 4}}) {
     run_two_ranks(
         sim::seed_from_env(54),
         [&expected](sim::rank_env_t& env, ibv_context_t& context) {
-          auto owned = context.alloc_device({});
+          backend::net_device_attr_t requested;
+          requested.ibv.td = expected.strategy;
+          auto owned = context.alloc_device(requested);
           auto* device = static_cast<ibv_device_t*>(owned.get());
           EXPECT_EQ(device->thread_domains_count(), expected.tds);
           std::vector<char> region(64, 0);
@@ -260,8 +205,7 @@ TEST(IbvDevice, ThreadDomainStrategies) {
           EXPECT_STREQ(region.data() + peer * 8, "td");
           env.barrier();
           device->deregister_memory(&mr);
-        },
-        options);
+        });
   }
 }
 
@@ -314,6 +258,14 @@ TEST(IbvContext, NoDeviceIsAClearError) {
     int query_gid(ibv_context* c, std::uint8_t p, int i, ibv_gid* g) override {
       return base_.query_gid(c, p, i, g);
     }
+    int query_gid_ex(ibv_context* c, std::uint32_t p, std::uint32_t i, ibv_gid_entry* e,
+                     std::uint32_t f) override {
+      return base_.query_gid_ex(c, p, i, e, f);
+    }
+    int query_device_ex(ibv_context* c, const ibv_query_device_ex_input* i,
+                        ibv_device_attr_ex* a) override {
+      return base_.query_device_ex(c, i, a);
+    }
     ibv_pd* alloc_pd(ibv_context* c) override { return base_.alloc_pd(c); }
     int dealloc_pd(ibv_pd* p) override { return base_.dealloc_pd(p); }
     ibv_td* alloc_td(ibv_context* c, ibv_td_init_attr* a) override { return base_.alloc_td(c, a); }
@@ -323,6 +275,10 @@ TEST(IbvContext, NoDeviceIsAClearError) {
     }
     ibv_mr* reg_mr(ibv_pd* p, void* a, std::size_t l, int f) override { return base_.reg_mr(p, a, l, f); }
     int dereg_mr(ibv_mr* m) override { return base_.dereg_mr(m); }
+    int advise_mr(ibv_pd* p, ibv_advise_mr_advice a, std::uint32_t f, ibv_sge* s,
+                  std::uint32_t n) override {
+      return base_.advise_mr(p, a, f, s, n);
+    }
     ibv_cq* create_cq(ibv_context* c, int n) override { return base_.create_cq(c, n); }
     int destroy_cq(ibv_cq* q) override { return base_.destroy_cq(q); }
     ibv_srq* create_srq(ibv_pd* p, ibv_srq_init_attr* a) override { return base_.create_srq(p, a); }
