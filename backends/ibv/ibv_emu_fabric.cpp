@@ -21,6 +21,8 @@ namespace {
 
 // What an error completion carries in the fields the spec leaves undefined:
 // a backend that reads them sees nonsense, not a plausible value.
+// The paced clock: a CQ not polled in this many epochs is not waited for.
+constexpr std::uint64_t paced_epochs_kept = 8;
 constexpr auto poisoned_opcode = static_cast<ibv_wc_opcode>(0xa5);
 constexpr std::uint32_t poisoned_byte_len = 0xa5a5a5a5;
 constexpr std::uint8_t rnr_retry_forever = 7;
@@ -60,6 +62,9 @@ struct emu_cq_t : ibv_cq {
   std::deque<cqe_t> entries;  // at most capacity
   bool overrun = false;
   int users_count = 0;  // QPs
+  // The paced clock: the epochs it was last polled in, and polled empty in.
+  std::uint64_t polled_epoch = 0;
+  std::uint64_t idle_epoch = 0;
 };
 struct recv_wqe_t {
   std::uint64_t wr_id = 0;
@@ -139,6 +144,12 @@ class registry_t {
   }
   void remove(Derived* derived) { objects_.erase(static_cast<Base*>(derived)); }
   std::size_t size() const { return objects_.size(); }
+  template <typename Predicate>
+  std::size_t count_if(Predicate&& predicate) const {
+    std::size_t count = 0;
+    for (const auto& entry : objects_) count += predicate(*entry.second) ? 1 : 0;
+    return count;
+  }
   std::size_t count_on(int hca) const {
     std::size_t count = 0;
     for (const auto& entry : objects_) count += entry.second->hca == hca ? 1 : 0;
@@ -243,6 +254,10 @@ struct emu_fabric_t::impl_t {
   std::uint64_t events_count = 0;
   std::uint64_t hash = 0;
   std::size_t in_flight = 0;
+  // The paced clock (options.paced_polls_max): epochs end when time
+  // moves; empty polls since this one began.
+  std::uint64_t pace_epoch = 1;
+  std::uint64_t paced_empty_polls = 0;
   std::uint32_t keys_count = 0;
   std::vector<std::uint32_t> qp_nums;  // the next QP number of each HCA
   emu_stats_t stats;
@@ -519,6 +534,7 @@ struct emu_fabric_t::impl_t {
   int post_one_send(emu_qp_t* qp, const ibv_send_wr* wr);
   ibv_qp* create_qp(emu_pd_t* pd, ibv_qp_init_attr* init_attr);
   int poll(emu_cq_t* cq, int entries_max, ibv_wc* wc);
+  void pace(emu_cq_t* cq);
   void release_send_slots(emu_cq_t* cq, const cqe_t& cqe);
 };
 
@@ -836,9 +852,34 @@ void emu_fabric_t::impl_t::release_send_slots(emu_cq_t* cq, const cqe_t& cqe) {
   }
 }
 
-int emu_fabric_t::impl_t::poll(emu_cq_t* cq, int entries_max, ibv_wc* wc) {
+// The paced clock: `cq` was polled empty. Time moves once every CQ polled
+// in the last paced_epochs_kept epochs was polled empty in this one (a CQ
+// nobody polls any more stops counting), or after paced_polls_max empty
+// polls in this epoch.
+void emu_fabric_t::impl_t::pace(emu_cq_t* cq) {
+  cq->idle_epoch = pace_epoch;
+  ++paced_empty_polls;
+  if (paced_empty_polls < options.paced_polls_max) {
+    const std::size_t waited_for = cqs.count_if([this](const emu_cq_t& other) {
+      return other.polled_epoch + paced_epochs_kept >= pace_epoch &&
+             other.idle_epoch != pace_epoch;
+    });
+    if (waited_for > 0) return;
+  }
+  ++pace_epoch;
+  paced_empty_polls = 0;
   tick();
   if (cq->entries.empty() && !cq->overrun) advance_to_next_event();
+}
+
+int emu_fabric_t::impl_t::poll(emu_cq_t* cq, int entries_max, ibv_wc* wc) {
+  if (options.paced_polls_max > 0) {
+    cq->polled_epoch = pace_epoch;
+    if (cq->entries.empty() && !cq->overrun) pace(cq);
+  } else {
+    tick();
+    if (cq->entries.empty() && !cq->overrun) advance_to_next_event();
+  }
   if (cq->overrun) return -EOVERFLOW;
   int count = 0;
   while (count < entries_max && !cq->entries.empty()) {
@@ -1512,7 +1553,8 @@ std::string emu_fabric_t::describe() const {
       << " send_queue_full_rate=" << options.send_queue_full_rate
       << " link_layer=" << (options.ethernet ? "ethernet" : "infiniband")
       << " gids=" << options.gid_types.size() << " odp=" << options.odp
-      << " odp_implicit=" << options.odp_implicit;
+      << " odp_implicit=" << options.odp_implicit
+      << " paced_polls_max=" << options.paced_polls_max;
   std::lock_guard<std::mutex> guard(impl_->mutex);
   const emu_stats_t& stats = impl_->stats;
   out << "\n  now_ticks=" << impl_->now << " in_flight=" << impl_->in_flight

@@ -117,6 +117,17 @@ struct emu_options_t {
   // registers the whole address space.
   bool odp = false;
   bool odp_implicit = false;
+  // Concurrent runs (ranks as OS threads): with paced_polls_max > 0 a poll
+  // does not tick; one that finds its CQ empty moves time on (a tick, then
+  // to the next event) only once every CQ polled lately (in the last 8
+  // moves) has been polled empty since time last moved, or after
+  // paced_polls_max empty polls since. Virtual time then follows every
+  // poller's progress, not the busiest one's (a responder that polls is
+  // not outrun by its requester's timers); a CQ nobody polls any more
+  // stops counting, and the bound keeps a slow one from stopping the
+  // clock. 0: each poll ticks, and an empty one moves to the next event
+  // (deterministic runs).
+  std::uint64_t paced_polls_max = 0;
   // Faults (seeded; off by default): a WR's delivery is delayed by
   // delay_spike_ticks more; reg_mr fails with ENOMEM; post_send refuses a
   // WR with ENOMEM as if the send queue were full.
