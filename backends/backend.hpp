@@ -144,6 +144,21 @@ struct net_rmr_t {
   bool is_empty() const { return base == 0 && rkey == 0; }
 };
 
+// Settings only a verbs backend acts on (the runtime's ibv_* attributes,
+// docs/backends/ibv.md): requested with a device. A backend whose context
+// says reads_ibv_attr() == false ignores them, so the runtime refuses any
+// value but the default before it asks (lci/runtime/unsupported_attrs.cpp).
+enum class net_ibv_odp_t : std::uint8_t { none, explicit_odp, implicit_odp };
+enum class net_ibv_prefetch_t : std::uint8_t { none, prefetch, prefetch_write, prefetch_no_fault };
+enum class net_ibv_td_t : std::uint8_t { none, all_qp, per_qp };
+struct net_ibv_attr_t {
+  int gid_index = -1;  // the port's GID table index; -1: chosen by the backend
+  bool force_gid_auto_select = false;  // choose even on InfiniBand (gid_index -1)
+  net_ibv_odp_t odp = net_ibv_odp_t::none;  // on-demand paging of registrations
+  net_ibv_prefetch_t prefetch = net_ibv_prefetch_t::none;  // of on-demand registrations
+  net_ibv_td_t td = net_ibv_td_t::none;  // thread domains of the device's QPs
+};
+
 // Capabilities and limits; the protocol layer reads these instead of naming
 // a transport.
 struct net_device_attr_t {
@@ -172,6 +187,10 @@ struct net_device_attr_t {
   // one is sure to take. Requested: the caller's largest message (0: the
   // device's default); resolved: the value in force.
   std::size_t multi_recv_min_free = 0;
+  // Requested only (see net_ibv_attr_t); the resolved attr repeats what the
+  // device applied (an ibv device without on-demand paging resolves odp and
+  // prefetch to none).
+  net_ibv_attr_t ibv;
 };
 
 class net_device_t {
@@ -262,6 +281,8 @@ class net_context_t {
   // refuses overlapping device allocations with a clear error.
   virtual std::unique_ptr<net_device_t> alloc_device(
       const net_device_attr_t& requested) = 0;
+  // Whether its devices act on net_device_attr_t::ibv (a verbs backend).
+  virtual bool reads_ibv_attr() const { return false; }
 };
 
 }  // namespace lci::backend

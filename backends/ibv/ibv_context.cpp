@@ -64,9 +64,6 @@ ibv_context_t::ibv_context_t(verbs_t& verbs, int rank, int ranks_count, ibv_boot
   if (port_attr_.state != IBV_PORT_ACTIVE) {
     throw_open(verbs_, "port " + std::to_string(options_.port_num) + " is not active");
   }
-  if (int error = verbs_.query_gid(context_, options_.port_num, 0, &gid_)) {
-    throw_open(verbs_, "query_gid failed: " + errno_text(error));
-  }
 }
 
 ibv_context_t::~ibv_context_t() {

@@ -1,6 +1,8 @@
 // ibv_context_t: the ibv backend's network context (backends/backend.hpp):
 // one opened verbs device (an HCA and its port 1) per runtime, and the
 // bootstrap through which devices exchange their QP numbers, LID and GID.
+// Its devices read net_device_attr_t::ibv (reads_ibv_attr()): GID index,
+// on-demand paging, prefetch and thread domains are per device.
 // Everything goes through a verbs_t (ibv_verbs.hpp): the real libibverbs or
 // the emulated device (docs/backends/ibv.md).
 //
@@ -36,18 +38,9 @@ struct ibv_bootstrap_t {
   std::function<void(const char* what)> wait;
 };
 
-// How a device binds its QPs to thread domains (paper §4.2.3; the values of
-// the runtime's attr_ibv_td_strategy_t): none (QPs on the PD), all_qp (one
-// TD and parent domain for all QPs of the device: suits one thread per
-// device), per_qp (a TD and parent domain per QP). A provider without
-// thread domains (alloc_td: EOPNOTSUPP) gets none.
-enum class td_strategy_t : std::uint8_t { none, all_qp, per_qp };
-
 struct ibv_context_options_t {
   std::string device_name;  // "" : the first device libibverbs lists
   std::uint8_t port_num = 1;
-  // For every device of the context (net_device_attr_t has no field for it).
-  td_strategy_t td_strategy = td_strategy_t::none;
 };
 
 class ibv_context_t final : public backend::net_context_t {
@@ -64,15 +57,14 @@ class ibv_context_t final : public backend::net_context_t {
   int rank_n() const override { return ranks_count_; }
   std::unique_ptr<backend::net_device_t> alloc_device(
       const backend::net_device_attr_t& requested) override;
+  bool reads_ibv_attr() const override { return true; }
 
   verbs_t& verbs() const { return verbs_; }
   ibv_context* context() const { return context_; }
   const ibv_device_attr& device_attr() const { return device_attr_; }
   const ibv_port_attr& port_attr() const { return port_attr_; }
   std::uint8_t port_num() const { return options_.port_num; }
-  const ibv_gid& gid() const { return gid_; }
   const ibv_bootstrap_t& bootstrap() const { return bootstrap_; }
-  td_strategy_t td_strategy() const { return options_.td_strategy; }
 
  private:
   verbs_t& verbs_;
@@ -83,7 +75,6 @@ class ibv_context_t final : public backend::net_context_t {
   ibv_context* context_ = nullptr;
   ibv_device_attr device_attr_{};
   ibv_port_attr port_attr_{};
-  ibv_gid gid_{};
 };
 
 }  // namespace lci::backends::ibv

@@ -3,11 +3,11 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <mutex>
 #include <stdexcept>
 #include <string>
 
 #include "lci/util/assert.hpp"
+#include "lci/util/try_lock.hpp"
 
 namespace lci::backends::ibv {
 
@@ -102,6 +102,36 @@ void ibv_device_t::op_list_t::push_front(op_t* op) {
   if (tail == nullptr) tail = op;
 }
 
+void ibv_device_t::op_list_t::push_front(op_list_t* ops) {
+  if (ops->empty()) return;
+  ops->tail->next = head;
+  if (tail == nullptr) tail = ops->tail;
+  head = ops->head;
+  *ops = op_list_t{};
+}
+
+void ibv_device_t::op_inbox_t::push(op_t* op) {
+  // relaxed: only a starting guess; the CAS below re-reads it.
+  op_t* first = head.load(util::mo_relaxed);
+  do {  // lock-free: each failed CAS means another push succeeded
+    op->next = first;
+    // release: pairs with the acquire in take_all() [I]: the op's fields
+    // are visible to the taker. relaxed on failure: retried.
+  } while (!head.compare_exchange_weak(first, op, util::mo_release, util::mo_relaxed));
+}
+
+ibv_device_t::op_list_t ibv_device_t::op_inbox_t::take_all() {
+  // acquire: pairs with the release in push() [I].
+  op_t* newest = head.exchange(nullptr, util::mo_acquire);
+  op_list_t ops;
+  while (newest != nullptr) {  // bounded: the inbox holds at most ops_.size() ops
+    op_t* next = newest->next;
+    ops.push_front(newest);
+    newest = next;
+  }
+  return ops;
+}
+
 ibv_device_t::op_t* ibv_device_t::op_list_t::pop() {
   op_t* op = head;
   if (op == nullptr) return nullptr;
@@ -128,6 +158,7 @@ ibv_device_t::ibv_device_t(ibv_context_t& context, const backend::net_device_att
   inline_max_ = requested.inject_size_max != 0
                     ? static_cast<std::uint32_t>(requested.inject_size_max)
                     : inline_default;
+  resolve_ibv_attr(requested.ibv);  // before anything is created or exchanged
   try {
     set_up();
   } catch (...) {
@@ -140,8 +171,107 @@ ibv_device_t::ibv_device_t(ibv_context_t& context, const backend::net_device_att
   }
 }
 
+// ---- the ibv attributes ----
+
+void ibv_device_t::resolve_ibv_attr(const backend::net_ibv_attr_t& requested) {
+  using backend::net_ibv_odp_t;
+  using backend::net_ibv_prefetch_t;
+  using backend::net_ibv_td_t;
+  if (requested.odp > net_ibv_odp_t::implicit_odp) {
+    throw std::invalid_argument("ibv_odp_strategy = " +
+                                std::to_string(static_cast<int>(requested.odp)) +
+                                ": not an on-demand paging strategy");
+  }
+  if (requested.prefetch > net_ibv_prefetch_t::prefetch_no_fault) {
+    throw std::invalid_argument("ibv_prefetch_strategy = " +
+                                std::to_string(static_cast<int>(requested.prefetch)) +
+                                ": no advise_mr advice of the verbs table matches it");
+  }
+  if (requested.td > net_ibv_td_t::per_qp) {
+    throw std::invalid_argument("ibv_td_strategy = " +
+                                std::to_string(static_cast<int>(requested.td)) +
+                                ": not a thread-domain strategy");
+  }
+  if (requested.prefetch != net_ibv_prefetch_t::none && requested.odp == net_ibv_odp_t::none) {
+    throw std::invalid_argument(
+        "ibv_prefetch_strategy: prefetches on-demand registrations; it needs "
+        "ibv_odp_strategy = explicit_odp or implicit_odp (the default none pins every "
+        "registration)");
+  }
+  attr_.ibv.gid_index = requested.gid_index;
+  attr_.ibv.force_gid_auto_select = requested.force_gid_auto_select;
+  attr_.ibv.td = requested.td;
+  gid_index_ = select_gid_index(requested);
+  if (gid_index_ >= 0) {
+    ibv_gid_entry entry{};
+    const int error = verbs_.query_gid_ex(context_.context(), context_.port_num(),
+                                          static_cast<std::uint32_t>(gid_index_), &entry, 0);
+    if (error != 0) {
+      throw std::invalid_argument("ibv_gid_idx = " + std::to_string(gid_index_) +
+                                  ": the port's GID entry cannot be read (" +
+                                  std::strerror(error) + ")");
+    }
+    gid_ = entry.gid;
+  }
+  resolve_odp(requested);
+}
+
+// The GID index of the QPs' address vectors (-1: none, LID routing).
+int ibv_device_t::select_gid_index(const backend::net_ibv_attr_t& requested) const {
+  const ibv_port_attr& port = context_.port_attr();
+  if (requested.gid_index < -1 || requested.gid_index >= port.gid_tbl_len) {
+    throw std::invalid_argument("ibv_gid_idx = " + std::to_string(requested.gid_index) +
+                                ": the port's GID table has " +
+                                std::to_string(port.gid_tbl_len) + " entries (-1: automatic)");
+  }
+  if (requested.gid_index >= 0) return requested.gid_index;
+  const bool ethernet = port.link_layer == IBV_LINK_LAYER_ETHERNET;
+  if (!ethernet && !requested.force_gid_auto_select) return -1;
+  // The first RoCE v2 GID, IPv4-mapped (::ffff:a.b.c.d) ones first: v2 is
+  // routed (UDP/IP), v1 stays in its layer-2 segment. Else index 0.
+  int v2_index = -1;
+  for (int index = 0; index < port.gid_tbl_len; ++index) {
+    ibv_gid_entry entry{};
+    if (verbs_.query_gid_ex(context_.context(), context_.port_num(),
+                            static_cast<std::uint32_t>(index), &entry, 0) != 0) {
+      continue;  // an empty entry
+    }
+    if (entry.gid_type != IBV_GID_TYPE_ROCE_V2) continue;
+    const std::uint8_t* raw = entry.gid.raw;
+    const bool ipv4_mapped = std::all_of(raw, raw + 10, [](std::uint8_t b) { return b == 0; }) &&
+                             raw[10] == 0xff && raw[11] == 0xff;
+    if (ipv4_mapped) return index;
+    if (v2_index < 0) v2_index = index;
+  }
+  return v2_index >= 0 ? v2_index : 0;
+}
+
+// On-demand paging where the device reports it (query_device_ex).
+void ibv_device_t::resolve_odp(const backend::net_ibv_attr_t& requested) {
+  attr_.ibv.odp = backend::net_ibv_odp_t::none;
+  attr_.ibv.prefetch = backend::net_ibv_prefetch_t::none;
+  if (requested.odp == backend::net_ibv_odp_t::none) return;
+  ibv_device_attr_ex device{};
+  if (verbs_.query_device_ex(context_.context(), nullptr, &device) != 0) return;  // no ODP
+  constexpr std::uint32_t rc_needed = IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV |
+                                      IBV_ODP_SUPPORT_WRITE | IBV_ODP_SUPPORT_READ |
+                                      IBV_ODP_SUPPORT_SRQ_RECV;
+  const ibv_odp_caps& caps = device.odp_caps;
+  if ((caps.general_caps & IBV_ODP_SUPPORT) == 0 ||
+      (caps.per_transport_caps.rc_odp_caps & rc_needed) != rc_needed) {
+    return;  // pinned registrations, as with none
+  }
+  const bool implicit = requested.odp == backend::net_ibv_odp_t::implicit_odp &&
+                        (caps.general_caps & IBV_ODP_SUPPORT_IMPLICIT) != 0;
+  attr_.ibv.odp = implicit ? backend::net_ibv_odp_t::implicit_odp
+                           : backend::net_ibv_odp_t::explicit_odp;
+  attr_.ibv.prefetch = requested.prefetch;
+  odp_access_ = IBV_ACCESS_ON_DEMAND;
+}
+
 void ibv_device_t::set_up() {
   const ibv_device_attr& device = context_.device_attr();
+  assign_qp_locks();
   create_queues();
   connect_peers();
   attr_.max_msg_size = context_.port_attr().max_msg_sz;
@@ -151,7 +281,9 @@ void ibv_device_t::set_up() {
   attr_.net_max_sends = sends_max_;
   attr_.net_max_recvs = recvs_max_;
   attr_.net_max_cqes = sends_max_ + recvs_max_;
-  attr_.registrations_max = static_cast<std::size_t>(device.max_mr);
+  // Under implicit ODP a registration creates no MR: no limit.
+  attr_.registrations_max =
+      implicit_mr_ != nullptr ? 0 : static_cast<std::size_t>(device.max_mr);
   attr_.supports_multi_recv = false;
   attr_.multi_recv_min_free = 0;
   ops_.resize(sends_max_ + recvs_max_ + notices_max_);
@@ -172,9 +304,32 @@ void ibv_device_t::set_up() {
   }
 }
 
+// The QP try-locks the thread-domain strategy asks for: a QP bound to a
+// TD of its own (per_qp) needs only its own serialised; QPs sharing one TD
+// (all_qp), or none (the provider locks then, and one lock for all is the
+// cheapest for one thread per device), share one.
+void ibv_device_t::assign_qp_locks() {
+  const std::size_t qps_count = peers_.size() * channels_count;
+  if (attr_.ibv.td == backend::net_ibv_td_t::per_qp) {
+    qp_locks_ = std::make_unique<padded_lock_t[]>(qps_count);
+  }
+  std::size_t index = 0;
+  for (peer_t& peer : peers_) {
+    for (channel_t& channel : peer.channels) {
+      channel.lock = qp_locks_ != nullptr ? &qp_locks_[index].lock : &qps_lock_.lock;
+      ++index;
+    }
+  }
+  LCI_ASSERT(index == qps_count, "a QP without a lock");
+}
+
 void ibv_device_t::create_queues() {
   pd_ = verbs_.alloc_pd(context_.context());
   if (pd_ == nullptr) throw_verbs(verbs_, "alloc_pd", errno);
+  if (attr_.ibv.odp == backend::net_ibv_odp_t::implicit_odp) {
+    implicit_mr_ = verbs_.reg_mr(pd_, nullptr, SIZE_MAX, access_all | IBV_ACCESS_ON_DEMAND);
+    if (implicit_mr_ == nullptr) throw_verbs(verbs_, "reg_mr (implicit on-demand)", errno);
+  }
   // Every op produces at most one completion: the CQ cannot overrun.
   cq_ = verbs_.create_cq(context_.context(),
                          static_cast<int>(sends_max_ + recvs_max_ + notices_max_));
@@ -213,12 +368,14 @@ void ibv_device_t::create_queues() {
 }
 
 // The PD the next QP is created on: the PD itself, or a parent domain
-// binding it to a thread domain (td_strategy_t): a new one per QP, or the
+// binding it to a thread domain (attr_.ibv.td): a new one per QP, or the
 // device's one. A provider without thread domains gets the PD.
 ibv_pd* ibv_device_t::qp_domain() {
-  const td_strategy_t strategy = context_.td_strategy();
-  if (strategy == td_strategy_t::none) return pd_;
-  if (strategy == td_strategy_t::all_qp && !parent_domains_.empty()) return parent_domains_[0];
+  const backend::net_ibv_td_t strategy = attr_.ibv.td;
+  if (strategy == backend::net_ibv_td_t::none) return pd_;
+  if (strategy == backend::net_ibv_td_t::all_qp && !parent_domains_.empty()) {
+    return parent_domains_[0];
+  }
   if (tds_unsupported_) return pd_;
   ibv_td_init_attr td_init{};
   ibv_td* td = verbs_.alloc_td(context_.context(), &td_init);
@@ -250,7 +407,7 @@ void ibv_device_t::connect_peers() {
   const auto me = static_cast<std::size_t>(rank_);
   address_t mine{};
   mine.lid = context_.port_attr().lid;
-  std::memcpy(mine.gid, context_.gid().raw, sizeof(mine.gid));
+  std::memcpy(mine.gid, gid_.raw, sizeof(mine.gid));
   std::vector<address_t> addresses(ranks);
   context_.bootstrap().allgather(&mine, sizeof(mine), addresses.data());
   constexpr std::size_t row_size = peers_per_round * channels_count;
@@ -323,12 +480,13 @@ int ibv_device_t::bring_up_to_rtr(const peer_t& peer, channel_t& channel) {
   attr.min_rnr_timer = min_rnr_timer;
   attr.ah_attr.dlid = peer.remote_lid;
   attr.ah_attr.port_num = context_.port_num();
-  if (context_.port_attr().link_layer == IBV_LINK_LAYER_ETHERNET) {
-    // RoCE routes by GID (GID index 0, as queried at open), not by LID.
+  if (gid_index_ >= 0) {
+    // A GRH: RoCE routes by GID, not by LID (and InfiniBand may, across
+    // subnets). hop_limit: RoCE v2 crosses IP routers.
     attr.ah_attr.is_global = 1;
     attr.ah_attr.grh.dgid = peer.remote_gid;
-    attr.ah_attr.grh.sgid_index = 0;
-    attr.ah_attr.grh.hop_limit = 1;
+    attr.ah_attr.grh.sgid_index = static_cast<std::uint8_t>(gid_index_);
+    attr.ah_attr.grh.hop_limit = 64;
   }
   if (int error = verbs_.modify_qp(channel.qp, &attr,
                                    IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
@@ -360,12 +518,14 @@ void ibv_device_t::drain() {
     bool busy = false;
     for (const peer_t& peer : peers_) {
       for (const channel_t& channel : peer.channels) {
-        busy = busy || channel.outstanding > 0 || !channel.deferred.empty();
+        // relaxed: the device is being destroyed; no other thread uses it.
+        busy = busy || channel.outstanding.load(util::mo_relaxed) > 0 ||
+               !channel.deferred.empty() || !channel.flushed.empty();
       }
     }
     if (!busy) return;
     LCI_ASSERT(turn < drain_turns_max, "an ibv device's sends never completed at destruction");
-    (void)poll_comp(statuses, poll_batch_max);  // completions nobody waits for any more
+    (void)poll_locked(statuses, poll_batch_max);  // completions nobody waits for any more
     try {
       context_.bootstrap().wait("ibv device drains its sends");
     } catch (...) {
@@ -390,7 +550,11 @@ void ibv_device_t::destroy_verbs_objects() {
     }
   }
   for (op_t& op : ops_) {
-    if (op.own_mr != nullptr) (void)verbs_.dereg_mr(op.own_mr);
+    if (op.own_mr != nullptr) (void)dereg_range(op.own_mr);
+  }
+  if (implicit_mr_ != nullptr) {
+    const int error = verbs_.dereg_mr(implicit_mr_);
+    LCI_ASSERT(error == 0, "dereg_mr of the implicit on-demand MR failed");
   }
   for (ibv_pd* parent : parent_domains_) {
     const int error = verbs_.dealloc_pd(parent);
@@ -420,8 +584,13 @@ void ibv_device_t::destroy_verbs_objects() {
 
 // ---- ops ----
 
+// The caller holds the pool's lock: send_pool_lock_ or srq_lock_. An empty
+// list takes in what was released since.
 ibv_device_t::op_t* ibv_device_t::alloc_op(bool is_recv) {
   op_t*& list = is_recv ? free_recvs_ : free_sends_;
+  if (list == nullptr) {
+    list = (is_recv ? freed_recvs_ : freed_sends_).take_all().head;  // linked by next
+  }
   op_t* op = list;
   if (op == nullptr) return nullptr;
   list = op->next;
@@ -435,14 +604,12 @@ ibv_device_t::op_t* ibv_device_t::alloc_op(bool is_recv) {
 void ibv_device_t::release_op(op_t* op) {
   LCI_ASSERT(op->state != op_state_t::free, "an op released twice");
   if (op->own_mr != nullptr) {
-    const int error = verbs_.dereg_mr(op->own_mr);
+    const int error = dereg_range(op->own_mr);
     LCI_ASSERT(error == 0, "dereg_mr of an op's own registration failed");
     op->own_mr = nullptr;
   }
   op->state = op_state_t::free;
-  op_t*& list = op->is_recv ? free_recvs_ : free_sends_;
-  op->next = list;
-  list = op;
+  (op->is_recv ? freed_recvs_ : freed_sends_).push(op);  // any thread: no pool lock needed
 }
 
 error_t ibv_device_t::fill_op(op_t* op, const post_args_t& args) {
@@ -469,7 +636,7 @@ error_t ibv_device_t::fill_op(op_t* op, const post_args_t& args) {
     return errorcode_t::done;
   }
   if (args.size == 0) return errorcode_t::done;
-  op->own_mr = verbs_.reg_mr(pd_, op->buffer, args.size, IBV_ACCESS_LOCAL_WRITE);
+  op->own_mr = reg_range(op->buffer, args.size, IBV_ACCESS_LOCAL_WRITE);
   if (op->own_mr == nullptr) return errorcode_t::retry_nomem;
   op->lkey = op->own_mr->lkey;
   return errorcode_t::done;
@@ -494,11 +661,19 @@ int ibv_device_t::post_wr(channel_t& channel, op_t* op) {
   wr.imm_data = op->imm_data;
   wr.wr.rdma.remote_addr = op->remote_address;
   wr.wr.rdma.rkey = op->rkey;
+  // Counted and marked posted before post_send: another thread may poll
+  // its completion the moment post_send returns.
+  const op_state_t before = op->state;
+  op->state = op_state_t::posted;
+  // relaxed: posters add only under channel.lock (held); the poller
+  // subtracts only after polling this WR's completion, which the verbs
+  // order after post_send.
+  channel.outstanding.fetch_add(1, util::mo_relaxed);
   ibv_send_wr* bad = nullptr;
   const int error = verbs_.post_send(channel.qp, &wr, &bad);
-  if (error == 0) {
-    op->state = op_state_t::posted;
-    ++channel.outstanding;
+  if (error != 0) {
+    op->state = before;
+    channel.outstanding.fetch_sub(1, util::mo_relaxed);  // relaxed: as above
   }
   return error;
 }
@@ -506,33 +681,45 @@ int ibv_device_t::post_wr(channel_t& channel, op_t* op) {
 error_t ibv_device_t::post_op(const char* what, const post_args_t& args) {
   const std::size_t size_max = args.silent ? inline_max_ : attr_.max_msg_size;
   backend::check_post_target(what, args.rank, ranks_count_, args.buffer, args.size, size_max);
-  std::unique_lock<util::spinlock_t> guard(lock_, std::try_to_lock);
+  peer_t& peer = peers_[static_cast<std::size_t>(args.rank)];
+  const bool is_send = args.opcode == IBV_WR_SEND || args.opcode == IBV_WR_SEND_WITH_IMM;
+  channel_t& channel = peer.channels[is_send ? message_channel : rma_channel];
+  util::try_lock_guard_t guard(*channel.lock);
   if (!guard.owns_lock()) return errorcode_t::retry_lock;
-  op_t* op = alloc_op(false);
+  // relaxed: under the lock only the poller changes it, and only down, so
+  // room seen now stays.
+  if (channel.outstanding.load(util::mo_relaxed) >= sends_max_) return errorcode_t::retry_nomem;
+  op_t* op = nullptr;
+  {
+    util::try_lock_guard_t pool(send_pool_lock_.lock);
+    if (!pool.owns_lock()) return errorcode_t::retry_lock;
+    op = alloc_op(false);
+  }
   if (op == nullptr) return errorcode_t::retry_nomem;
   op->state = op_state_t::settled;  // owned by this call until posted
   op->opcode = args.opcode;
   op->rank = args.rank;
-  peer_t& peer = peers_[static_cast<std::size_t>(args.rank)];
-  channel_t& channel = channel_of(op);
-  if (channel.outstanding >= sends_max_) {
-    release_op(op);
-    return errorcode_t::retry_nomem;
-  }
+  LCI_ASSERT(&channel_of(op) == &channel, "an op on another QP than its channel's");
   const error_t filled = fill_op(op, args);
   if (filled.is_retry()) {
     release_op(op);
     return filled;
   }
   const error_t accepted = args.silent ? errorcode_t::done : errorcode_t::posted;
-  if (peer.dead) {  // fails as every operation to that rank does
+  // acquire: pairs with the release in mark_dead() [D]; a peer found dead
+  // later fails what this posts through the verbs.
+  if (peer.dead.load(util::mo_acquire)) {  // fails as every operation to that rank does
     op->fault = net_fault_t::peer_crashed;
-    settled_.push(op);
+    settled_by_posts_.push(op);
     return accepted;
   }
-  if (channel.needs_repair) {  // posted once the QP is back
+  // relaxed: a stale false posts to a QP in ERR, which flushes the WR and
+  // the poller posts it again after the repair, as it does with WRs that
+  // were in flight; the repair itself (which clears it) takes this lock.
+  if (channel.needs_repair.load(util::mo_relaxed)) {  // posted once the QP is back
     op->state = op_state_t::deferred;
     channel.deferred.push(op);
+    channel.deferred_waiting.store(true, util::mo_relaxed);  // relaxed: a hint (repair_peers())
     return accepted;
   }
   const int error = post_wr(channel, op);
@@ -553,17 +740,21 @@ error_t ibv_device_t::post_recv_op(op_t* op) {
   wr.wr_id = static_cast<std::uint64_t>(op - ops_.data());
   wr.sg_list = &sge;
   wr.num_sge = op->length > 0 ? 1 : 0;
+  // Marked posted before: another thread may poll its completion the
+  // moment post_srq_recv returns.
+  const op_state_t before = op->state;
+  op->state = op_state_t::posted;
   ibv_recv_wr* bad = nullptr;
   const int error = verbs_.post_srq_recv(op->is_notice ? notice_srq_ : srq_, &wr, &bad);
+  if (error != 0) op->state = before;
   if (error == ENOMEM) return errorcode_t::retry_nomem;
   if (error != 0) throw_verbs(verbs_, "post_srq_recv", error);
-  op->state = op_state_t::posted;
   return errorcode_t::done;
 }
 
 error_t ibv_device_t::post_recv(void* buffer, std::size_t size, net_mr_t mr, void* user_context) {
   if (buffer == nullptr && size > 0) throw std::invalid_argument("post_recv: buffer is null");
-  std::unique_lock<util::spinlock_t> guard(lock_, std::try_to_lock);
+  util::try_lock_guard_t guard(srq_lock_.lock);
   if (!guard.owns_lock()) return errorcode_t::retry_lock;
   op_t* op = alloc_op(true);
   if (op == nullptr) return errorcode_t::retry_nomem;
@@ -574,7 +765,7 @@ error_t ibv_device_t::post_recv(void* buffer, std::size_t size, net_mr_t mr, voi
   if (!mr.is_empty()) {
     op->lkey = static_cast<ibv_mr*>(mr.opaque)->lkey;
   } else if (size > 0) {
-    op->own_mr = verbs_.reg_mr(pd_, buffer, size, IBV_ACCESS_LOCAL_WRITE);
+    op->own_mr = reg_range(buffer, size, IBV_ACCESS_LOCAL_WRITE);
     if (op->own_mr == nullptr) {
       release_op(op);
       return errorcode_t::retry_nomem;
@@ -647,7 +838,7 @@ std::size_t ibv_device_t::drain_settled(net_status_t* statuses, std::size_t stat
   while (count < statuses_max && dead_to_report_ > 0) {
     for (std::size_t rank = 0; rank < peers_.size(); ++rank) {
       peer_t& peer = peers_[rank];
-      if (!peer.dead || peer.dead_reported) continue;
+      if (!is_dead(peer) || peer.dead_reported) continue;
       peer.dead_reported = true;
       --dead_to_report_;
       statuses[count++] = backend::peer_down_status(static_cast<int>(rank));
@@ -669,14 +860,16 @@ std::size_t ibv_device_t::drain_settled(net_status_t* statuses, std::size_t stat
   return count;
 }
 
+// The poller's. What waits in the channels' deferred lists (under their
+// locks) is settled by repair_peers(), lock permitting.
 void ibv_device_t::mark_dead(int rank) {
   peer_t& peer = peers_[static_cast<std::size_t>(rank)];
-  if (peer.dead) return;
-  peer.dead = true;
+  if (is_dead(peer)) return;
+  // release: pairs with the acquire in post_op() [D].
+  peer.dead.store(true, util::mo_release);
   ++dead_to_report_;
   for (channel_t& channel : peer.channels) {
-    channel.needs_repair = false;
-    while (op_t* op = channel.deferred.pop()) {
+    while (op_t* op = channel.flushed.pop()) {
       op->state = op_state_t::settled;
       op->fault = net_fault_t::peer_crashed;
       settled_.push(op);
@@ -684,31 +877,42 @@ void ibv_device_t::mark_dead(int rank) {
   }
 }
 
+// The caller holds channel.lock.
+void ibv_device_t::settle_deferred_of_dead(peer_t& peer, channel_t& channel) {
+  LCI_ASSERT(is_dead(peer), "settling the posts of a live peer");
+  while (op_t* op = channel.deferred.pop()) {
+    op->state = op_state_t::settled;
+    op->fault = net_fault_t::peer_crashed;
+    settled_.push(op);
+  }
+  channel.deferred_waiting.store(false, util::mo_relaxed);  // relaxed: a hint
+}
+
 // A failed send-side WR: whether it makes a completion (into *status).
 bool ibv_device_t::take_send_error(const ibv_wc& wc, op_t* op, net_status_t* status) {
   peer_t& peer = peers_[static_cast<std::size_t>(op->rank)];
   channel_t& channel = channel_of(op);
   if (op->is_probe) {  // never reported: it finds out whether the peer is there
-    if (wc.status == IBV_WC_RETRY_EXC_ERR && !peer.dead) {
+    if (wc.status == IBV_WC_RETRY_EXC_ERR && !is_dead(peer)) {
       if (channel.repair_rounds < probe_rounds_max) {
         ++channel.repair_rounds;
-        channel.needs_repair = true;
+        channel.needs_repair.store(true, util::mo_relaxed);  // relaxed: see post_op()
       } else {
         mark_dead(op->rank);
       }
-    } else if (!peer.dead) {
-      channel.needs_repair = true;  // flushed behind another failure
+    } else if (!is_dead(peer)) {
+      channel.needs_repair.store(true, util::mo_relaxed);  // flushed behind another failure
     }
     release_op(op);
     return false;
   }
   const bool not_yet = wc.status == IBV_WC_RETRY_EXC_ERR && channel.recovering &&
                        channel.repair_rounds < repair_rounds_max;
-  if ((wc.status == IBV_WC_WR_FLUSH_ERR || not_yet) && !peer.dead) {  // post it again later
+  if ((wc.status == IBV_WC_WR_FLUSH_ERR || not_yet) && !is_dead(peer)) {  // post it again later
     if (not_yet) ++channel.repair_rounds;
-    channel.needs_repair = true;
+    channel.needs_repair.store(true, util::mo_relaxed);  // relaxed: see post_op()
     op->state = op_state_t::deferred;
-    channel.deferred.push(op);
+    channel.flushed.push(op);
     return false;
   }
   *status = net_status_t{};
@@ -717,10 +921,10 @@ bool ibv_device_t::take_send_error(const ibv_wc& wc, op_t* op, net_status_t* sta
   status->user_context = op->silent ? nullptr : op->user_context;
   status->length = op->length;
   const bool refused = wc.status == IBV_WC_REM_ACCESS_ERR || wc.status == IBV_WC_REM_INV_REQ_ERR;
-  if (refused && op->opcode != IBV_WR_SEND_WITH_IMM && !peer.dead) {
+  if (refused && op->opcode != IBV_WR_SEND_WITH_IMM && !is_dead(peer)) {
     status->fault = net_fault_t::protection;
     status->fault_address = op->remote_address;
-    channel.needs_repair = true;
+    channel.needs_repair.store(true, util::mo_relaxed);  // relaxed: see post_op()
     channel.recovering = true;
     channel.repair_rounds = 0;
   } else {
@@ -761,8 +965,9 @@ bool ibv_device_t::take_wc(const ibv_wc& wc, net_status_t* status) {
   LCI_ASSERT(op->state == op_state_t::posted, "a completion of an op not posted");
   if (op->is_recv) return take_recv_wc(wc, op, status);
   channel_t& channel = channel_of(op);
-  LCI_ASSERT(channel.outstanding > 0, "a send completion with none outstanding");
-  --channel.outstanding;
+  // relaxed: see post_wr().
+  const std::size_t outstanding = channel.outstanding.fetch_sub(1, util::mo_relaxed);
+  LCI_ASSERT(outstanding > 0, "a send completion with none outstanding");
   if (wc.status != IBV_WC_SUCCESS) return take_send_error(wc, op, status);
   channel.recovering = false;  // the peer's QP answers again
   channel.repair_rounds = 0;
@@ -789,7 +994,9 @@ void ibv_device_t::check_async_events() {
     }
     for (peer_t& peer : peers_) {
       for (channel_t& channel : peer.channels) {
-        if (channel.qp == event.element.qp && !peer.dead) channel.needs_repair = true;
+        if (channel.qp == event.element.qp && !is_dead(peer)) {
+          channel.needs_repair.store(true, util::mo_relaxed);  // relaxed: see post_op()
+        }
       }
     }
   }
@@ -802,72 +1009,126 @@ void ibv_device_t::check_async_events() {
 bool ibv_device_t::probe_next_peer() {
   for (std::size_t tries = 0; tries < peers_.size(); ++tries) {
     const std::size_t rank = probe_next_rank_;
+    probe_next_rank_ = (probe_next_rank_ + 1) % peers_.size();
     peer_t& peer = peers_[rank];
     channel_t& channel = peer.channels[rma_channel];
-    if (static_cast<int>(rank) == rank_ || peer.dead || channel.needs_repair ||
-        channel.outstanding > 0 || !channel.deferred.empty()) {
-      probe_next_rank_ = (probe_next_rank_ + 1) % peers_.size();
+    if (static_cast<int>(rank) == rank_ || is_dead(peer)) continue;
+    util::try_lock_guard_t guard(*channel.lock);
+    if (!guard.owns_lock()) continue;  // a poster is using it: not idle
+    // relaxed: under the lock only the poller (this thread) changes them.
+    if (channel.needs_repair.load(util::mo_relaxed) ||
+        channel.outstanding.load(util::mo_relaxed) > 0 ||
+        channel.deferred_waiting.load(util::mo_relaxed)) {
       continue;
     }
-    op_t* op = alloc_op(false);
+    op_t* op = nullptr;
+    {
+      util::try_lock_guard_t pool(send_pool_lock_.lock);
+      if (pool.owns_lock()) op = alloc_op(false);
+    }
     if (op == nullptr) return false;
     op->state = op_state_t::settled;
     op->opcode = IBV_WR_RDMA_WRITE;
     op->rank = static_cast<int>(rank);
     op->silent = true;
     op->is_probe = true;
-    const int error = post_wr(channel, op);
-    if (error != 0) {
+    if (post_wr(channel, op) != 0) {
       release_op(op);
       return false;
     }
-    probe_next_rank_ = (probe_next_rank_ + 1) % peers_.size();
     return true;
   }
   return true;  // nobody to probe now
 }
 
 // Posts what waited for the channel's QP (re-established), as far as the
-// send queue has room.
+// send queue has room. The caller holds channel.lock.
 void ibv_device_t::post_deferred(channel_t& channel) {
-  while (!channel.deferred.empty() && channel.outstanding < sends_max_) {
+  // relaxed: under the lock only the poller changes outstanding, and only down.
+  while (!channel.deferred.empty() && channel.outstanding.load(util::mo_relaxed) < sends_max_) {
     op_t* op = channel.deferred.pop();
     const int error = post_wr(channel, op);
     if (error == ENOMEM) {  // the send queue is full after all: at the next poll
       channel.deferred.push_front(op);
-      return;
+      break;
     }
     if (error != 0) throw_verbs(verbs_, "post_send (after re-establishing)", error);
   }
+  channel.deferred_waiting.store(!channel.deferred.empty(), util::mo_relaxed);  // relaxed: a hint
 }
 
-// Re-establishes every QP in ERR whose WRs have all come back, and posts
-// what waited for it.
+// Under channel.lock: re-establishes the QP if it is in ERR and all its
+// WRs came back, and posts what waited for it (the flushed WRs first).
+void ibv_device_t::repair_channel(peer_t& peer, channel_t& channel) {
+  channel.deferred.push_front(&channel.flushed);
+  // relaxed: the poller (this thread) is the only writer of needs_repair;
+  // posters change outstanding only under the lock, held.
+  if (channel.needs_repair.load(util::mo_relaxed)) {
+    if (channel.outstanding.load(util::mo_relaxed) > 0) {
+      // relaxed: a hint
+      channel.deferred_waiting.store(!channel.deferred.empty(), util::mo_relaxed);
+      return;
+    }
+    if (int error = bring_up(peer, channel)) {
+      throw_verbs(verbs_, "modify_qp (re-establishing)", error);
+    }
+    channel.needs_repair.store(false, util::mo_relaxed);  // relaxed: read under this lock
+  }
+  post_deferred(channel);
+}
+
+// Every channel with repair work or waiting posts, whose lock is free now
+// (a busy one waits for the next poll), and the receives to post again.
 void ibv_device_t::repair_peers() {
   for (peer_t& peer : peers_) {
     for (channel_t& channel : peer.channels) {
-      if (peer.dead) continue;
-      if (channel.needs_repair && channel.outstanding == 0) {
-        if (int error = bring_up(peer, channel)) {
-          throw_verbs(verbs_, "modify_qp (re-establishing)", error);
-        }
-        channel.needs_repair = false;
+      // relaxed: needs_repair is the poller's own; deferred_waiting a hint
+      // (a post that sets it is seen at a later poll).
+      const bool work = channel.needs_repair.load(util::mo_relaxed) || !channel.flushed.empty() ||
+                        channel.deferred_waiting.load(util::mo_relaxed);
+      if (!work) continue;
+      util::try_lock_guard_t guard(*channel.lock);
+      if (!guard.owns_lock()) continue;
+      if (is_dead(peer)) {
+        settle_deferred_of_dead(peer, channel);
+      } else {
+        repair_channel(peer, channel);
       }
-      if (!channel.needs_repair) post_deferred(channel);
     }
   }
-  for (std::size_t i = 0; i < ops_.size() && !recvs_to_repost_.empty(); ++i) {
-    op_t* op = recvs_to_repost_.pop();
-    if (post_recv_op(op).is_retry()) {
-      recvs_to_repost_.push(op);
-      break;
-    }
-  }
+  repost_recvs();
 }
 
+// Receives whose completion took no buffer (a write with immediate on a
+// notice) or failed: posted again, the caller's under the SRQ lock if it
+// is free, the notices (only the poller posts them) at once.
+void ibv_device_t::repost_recvs() {
+  if (recvs_to_repost_.empty()) return;
+  util::try_lock_guard_t srq_guard(srq_lock_.lock);
+  op_list_t waiting;
+  while (op_t* op = recvs_to_repost_.pop()) {  // bounded: at most ops_.size() receives
+    if ((!op->is_notice && !srq_guard.owns_lock()) || post_recv_op(op).is_retry()) {
+      waiting.push(op);
+    }
+  }
+  recvs_to_repost_ = waiting;
+}
+
+// A poll that finds nothing ends with the bootstrap's wait hook, outside
+// the device's locks: a scheduling point under the simulator (a rank that
+// spins on progress lets the others run, as over the simulated network),
+// an empty call in a real process.
 std::size_t ibv_device_t::poll_comp(net_status_t* statuses, std::size_t statuses_max) {
-  std::unique_lock<util::spinlock_t> guard(lock_, std::try_to_lock);
+  const std::size_t count = poll_locked(statuses, statuses_max);
+  if (count == 0) context_.bootstrap().wait("ibv poll_comp found nothing");
+  return count;
+}
+
+std::size_t ibv_device_t::poll_locked(net_status_t* statuses, std::size_t statuses_max) {
+  util::try_lock_guard_t guard(cq_lock_.lock);
   if (!guard.owns_lock()) return 0;
+  op_list_t posted_to_dead = settled_by_posts_.take_all();
+  while (op_t* op = posted_to_dead.pop()) settled_.push(op);
   std::size_t count = drain_settled(statuses, statuses_max);
   int polled = 0;
   if (count < statuses_max) {
@@ -892,13 +1153,52 @@ std::size_t ibv_device_t::poll_comp(net_status_t* statuses, std::size_t statuses
 
 // ---- registration ----
 
+// [address, address + size) registered with `access` (and on demand under
+// explicit ODP), or under implicit ODP the implicit MR, which covers it
+// already. nullptr (errno set) when reg_mr refuses.
+ibv_mr* ibv_device_t::reg_range(void* address, std::size_t size, int access) {
+  if (implicit_mr_ != nullptr) return implicit_mr_;
+  return verbs_.reg_mr(pd_, address, size, access | odp_access_);
+}
+
+int ibv_device_t::dereg_range(ibv_mr* mr) {
+  LCI_ASSERT(mr != nullptr, "deregistering no MR");
+  if (mr == implicit_mr_) return 0;  // the device's, until it is destroyed
+  return verbs_.dereg_mr(mr);
+}
+
+// The prefetch strategy's advice over the range of an on-demand MR,
+// synchronous (FLUSH) and in pieces an SGE can carry. Advice only: a range
+// it did not fault in is faulted in by the first access.
+void ibv_device_t::prefetch(ibv_mr* mr, void* address, std::size_t size) {
+  using backend::net_ibv_prefetch_t;
+  if (attr_.ibv.prefetch == net_ibv_prefetch_t::none) return;
+  LCI_ASSERT(attr_.ibv.odp != backend::net_ibv_odp_t::none, "a prefetch without ODP");
+  const ibv_advise_mr_advice advice =
+      attr_.ibv.prefetch == net_ibv_prefetch_t::prefetch_write ? IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE
+      : attr_.ibv.prefetch == net_ibv_prefetch_t::prefetch_no_fault
+          ? IBV_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT
+          : IBV_ADVISE_MR_ADVICE_PREFETCH;
+  constexpr std::size_t piece_bytes_max = std::size_t{1} << 30;
+  auto* next = static_cast<unsigned char*>(address);
+  for (std::size_t left = size; left > 0;) {  // bounded: size / piece_bytes_max turns
+    const std::size_t piece = std::min(left, piece_bytes_max);
+    ibv_sge sge{reinterpret_cast<std::uint64_t>(next), static_cast<std::uint32_t>(piece),
+                mr->lkey};
+    if (verbs_.advise_mr(pd_, advice, IBV_ADVISE_MR_FLAG_FLUSH, &sge, 1) != 0) return;
+    next += piece;
+    left -= piece;
+  }
+}
+
 error_t ibv_device_t::register_memory(void* address, std::size_t size, net_mr_t* mr) {
   *mr = net_mr_t{};
-  ibv_mr* registered = verbs_.reg_mr(pd_, address, size, access_all);
+  ibv_mr* registered = reg_range(address, size, access_all);
   if (registered == nullptr) {
     if (errno == ENOMEM || errno == EAGAIN) return errorcode_t::retry_nomem;
     throw_verbs(verbs_, "reg_mr", errno);
   }
+  prefetch(registered, address, size);
   mr->base = address;
   mr->size = size;
   mr->opaque = registered;
@@ -907,8 +1207,9 @@ error_t ibv_device_t::register_memory(void* address, std::size_t size, net_mr_t*
 
 void ibv_device_t::deregister_memory(net_mr_t* mr) {
   if (mr->is_empty()) return;
-  const int error = verbs_.dereg_mr(static_cast<ibv_mr*>(mr->opaque));
-  if (error != 0) throw_verbs(verbs_, "dereg_mr", error);
+  if (int error = dereg_range(static_cast<ibv_mr*>(mr->opaque))) {
+    throw_verbs(verbs_, "dereg_mr", error);
+  }
   *mr = net_mr_t{};
 }
 

@@ -21,6 +21,8 @@ namespace {
 
 // What an error completion carries in the fields the spec leaves undefined:
 // a backend that reads them sees nonsense, not a plausible value.
+// The paced clock: a CQ not polled in this many epochs is not waited for.
+constexpr std::uint64_t paced_epochs_kept = 8;
 constexpr auto poisoned_opcode = static_cast<ibv_wc_opcode>(0xa5);
 constexpr std::uint32_t poisoned_byte_len = 0xa5a5a5a5;
 constexpr std::uint8_t rnr_retry_forever = 7;
@@ -60,6 +62,9 @@ struct emu_cq_t : ibv_cq {
   std::deque<cqe_t> entries;  // at most capacity
   bool overrun = false;
   int users_count = 0;  // QPs
+  // The paced clock: the epochs it was last polled in, and polled empty in.
+  std::uint64_t polled_epoch = 0;
+  std::uint64_t idle_epoch = 0;
 };
 struct recv_wqe_t {
   std::uint64_t wr_id = 0;
@@ -106,6 +111,9 @@ struct emu_qp_t : ibv_qp {
   std::uint8_t port_num = 0;
   ibv_mtu path_mtu = IBV_MTU_1024;
   std::uint16_t dest_lid = 0;
+  bool is_global = false;  // the address vector has a GRH
+  std::uint8_t sgid_index = 0;
+  int dest_hca = -1;  // where the address vector routes; -1: nowhere
   std::uint32_t dest_qp_num = 0;
   std::uint8_t min_rnr_timer = 0;
   std::uint8_t timeout = 0;
@@ -136,6 +144,12 @@ class registry_t {
   }
   void remove(Derived* derived) { objects_.erase(static_cast<Base*>(derived)); }
   std::size_t size() const { return objects_.size(); }
+  template <typename Predicate>
+  std::size_t count_if(Predicate&& predicate) const {
+    std::size_t count = 0;
+    for (const auto& entry : objects_) count += predicate(*entry.second) ? 1 : 0;
+    return count;
+  }
   std::size_t count_on(int hca) const {
     std::size_t count = 0;
     for (const auto& entry : objects_) count += entry.second->hca == hca ? 1 : 0;
@@ -240,6 +254,10 @@ struct emu_fabric_t::impl_t {
   std::uint64_t events_count = 0;
   std::uint64_t hash = 0;
   std::size_t in_flight = 0;
+  // The paced clock (options.paced_polls_max): epochs end when time
+  // moves; empty polls since this one began.
+  std::uint64_t pace_epoch = 1;
+  std::uint64_t paced_empty_polls = 0;
   std::uint32_t keys_count = 0;
   std::vector<std::uint32_t> qp_nums;  // the next QP number of each HCA
   emu_stats_t stats;
@@ -385,7 +403,45 @@ struct emu_fabric_t::impl_t {
     qp->state = IBV_QPS_RESET;
     qp->access_flags = 0;
     qp->dest_lid = 0;
+    qp->is_global = false;
+    qp->sgid_index = 0;
+    qp->dest_hca = -1;
     qp->dest_qp_num = 0;
+  }
+
+  // ---- addressing ----
+  // GID `index` of HCA `hca` (options.gid_types names its type).
+  ibv_gid gid_of(int hca, std::size_t index) const {
+    ibv_gid gid{};
+    if (options.gid_types[index] == IBV_GID_TYPE_ROCE_V2) {
+      gid.raw[10] = 0xff;  // ::ffff:10.<index>.<hca + 1>
+      gid.raw[11] = 0xff;
+      gid.raw[12] = 10;
+    } else {
+      gid.raw[0] = 0xfe;  // fe80::<index>:<hca + 1>, the link-local prefix
+      gid.raw[1] = 0x80;
+    }
+    gid.raw[13] = static_cast<std::uint8_t>(index);
+    gid.raw[14] = static_cast<std::uint8_t>((hca + 1) >> 8);
+    gid.raw[15] = static_cast<std::uint8_t>(hca + 1);
+    return gid;
+  }
+  // The HCA an address vector from `hca` reaches (-1: none): by LID on
+  // InfiniBand; on Ethernet the HCA owning grh.dgid, through a GID entry
+  // of the source entry's type, RoCE v1 only to itself.
+  int route(int hca, const ibv_ah_attr& ah) const {
+    if (!options.ethernet) return static_cast<int>(ah.dlid) - 1;
+    const ibv_gid_type type = options.gid_types[ah.grh.sgid_index];
+    for (int target = 0; target < options.hcas_count; ++target) {
+      for (std::size_t index = 0; index < options.gid_types.size(); ++index) {
+        const ibv_gid gid = gid_of(target, index);
+        if (std::memcmp(gid.raw, ah.grh.dgid.raw, sizeof(gid.raw)) != 0) continue;
+        if (options.gid_types[index] != type) return -1;
+        if (type != IBV_GID_TYPE_ROCE_V2 && target != hca) return -1;
+        return target;
+      }
+    }
+    return -1;
   }
 
   // ---- the responder side ----
@@ -396,12 +452,12 @@ struct emu_fabric_t::impl_t {
   // The peer QP if the connection is whole: it exists, is in RTR or RTS and
   // is connected back to `qp`. Otherwise packets are lost (a timeout).
   emu_qp_t* find_peer(const emu_qp_t* qp) const {
-    const int hca = static_cast<int>(qp->dest_lid) - 1;
+    const int hca = qp->dest_hca;
     if (hca < 0 || hca >= options.hcas_count) return nullptr;
     emu_qp_t* peer = find_qp(hca, qp->dest_qp_num);
     if (peer == nullptr) return nullptr;
     if (peer->state != IBV_QPS_RTR && peer->state != IBV_QPS_RTS) return nullptr;
-    if (peer->dest_qp_num != qp->qp_num || peer->dest_lid != qp->hca + 1) return nullptr;
+    if (peer->dest_qp_num != qp->qp_num || peer->dest_hca != qp->hca) return nullptr;
     return peer;
   }
   // The MR behind each SGE: live, of the QP's PD, covering it, with
@@ -478,6 +534,7 @@ struct emu_fabric_t::impl_t {
   int post_one_send(emu_qp_t* qp, const ibv_send_wr* wr);
   ibv_qp* create_qp(emu_pd_t* pd, ibv_qp_init_attr* init_attr);
   int poll(emu_cq_t* cq, int entries_max, ibv_wc* wc);
+  void pace(emu_cq_t* cq);
   void release_send_slots(emu_cq_t* cq, const cqe_t& cqe);
 };
 
@@ -489,6 +546,9 @@ emu_fabric_t::impl_t::impl_t(const emu_options_t& options_in)
       hash(mix(0, options_in.seed)),
       qp_nums(static_cast<std::size_t>(options_in.hcas_count), qp_num_first) {
   LCI_ASSERT(options.hcas_count > 0, "an emulated fabric needs an HCA");
+  LCI_ASSERT(!options.gid_types.empty(), "an emulated port needs a GID");
+  LCI_ASSERT(options.gid_types.size() <= 128, "an emulated GID table over 128 entries");
+  LCI_ASSERT(!options.odp_implicit || options.odp, "implicit on-demand paging without odp");
   for (std::size_t i = 0; i < hcas.size(); ++i) {
     ibv_device& device = hcas[i].device;
     device.node_type = IBV_NODE_CA;
@@ -681,8 +741,12 @@ int emu_fabric_t::impl_t::check_modify(const emu_qp_t* qp, const ibv_qp_attr* at
   if ((mask & IBV_QP_PATH_MTU) != 0 && (attr->path_mtu < IBV_MTU_256 || attr->path_mtu > IBV_MTU_4096)) {
     return EINVAL;
   }
-  if ((mask & IBV_QP_AV) != 0 && (attr->ah_attr.dlid == 0 || attr->ah_attr.port_num != 1)) {
-    return EINVAL;
+  if ((mask & IBV_QP_AV) != 0) {
+    const ibv_ah_attr& ah = attr->ah_attr;
+    if (ah.port_num != 1) return EINVAL;
+    // Ethernet routes by GID only: a GRH is required, and the LID unused.
+    if (options.ethernet ? ah.is_global == 0 : ah.dlid == 0) return EINVAL;
+    if (ah.is_global != 0 && ah.grh.sgid_index >= options.gid_types.size()) return EINVAL;
   }
   return 0;
 }
@@ -702,7 +766,12 @@ void emu_fabric_t::impl_t::apply_modify(emu_qp_t* qp, const ibv_qp_attr* attr, i
   if ((mask & IBV_QP_PKEY_INDEX) != 0) qp->pkey_index = attr->pkey_index;
   if ((mask & IBV_QP_PORT) != 0) qp->port_num = attr->port_num;
   if ((mask & IBV_QP_PATH_MTU) != 0) qp->path_mtu = attr->path_mtu;
-  if ((mask & IBV_QP_AV) != 0) qp->dest_lid = attr->ah_attr.dlid;
+  if ((mask & IBV_QP_AV) != 0) {
+    qp->dest_lid = attr->ah_attr.dlid;
+    qp->is_global = attr->ah_attr.is_global != 0;
+    qp->sgid_index = qp->is_global ? attr->ah_attr.grh.sgid_index : 0;
+    qp->dest_hca = route(qp->hca, attr->ah_attr);
+  }
   if ((mask & IBV_QP_DEST_QPN) != 0) qp->dest_qp_num = attr->dest_qp_num;
   if ((mask & IBV_QP_MIN_RNR_TIMER) != 0) qp->min_rnr_timer = attr->min_rnr_timer;
   if ((mask & IBV_QP_TIMEOUT) != 0) qp->timeout = attr->timeout;
@@ -783,9 +852,34 @@ void emu_fabric_t::impl_t::release_send_slots(emu_cq_t* cq, const cqe_t& cqe) {
   }
 }
 
-int emu_fabric_t::impl_t::poll(emu_cq_t* cq, int entries_max, ibv_wc* wc) {
+// The paced clock: `cq` was polled empty. Time moves once every CQ polled
+// in the last paced_epochs_kept epochs was polled empty in this one (a CQ
+// nobody polls any more stops counting), or after paced_polls_max empty
+// polls in this epoch.
+void emu_fabric_t::impl_t::pace(emu_cq_t* cq) {
+  cq->idle_epoch = pace_epoch;
+  ++paced_empty_polls;
+  if (paced_empty_polls < options.paced_polls_max) {
+    const std::size_t waited_for = cqs.count_if([this](const emu_cq_t& other) {
+      return other.polled_epoch + paced_epochs_kept >= pace_epoch &&
+             other.idle_epoch != pace_epoch;
+    });
+    if (waited_for > 0) return;
+  }
+  ++pace_epoch;
+  paced_empty_polls = 0;
   tick();
   if (cq->entries.empty() && !cq->overrun) advance_to_next_event();
+}
+
+int emu_fabric_t::impl_t::poll(emu_cq_t* cq, int entries_max, ibv_wc* wc) {
+  if (options.paced_polls_max > 0) {
+    cq->polled_epoch = pace_epoch;
+    if (cq->entries.empty() && !cq->overrun) pace(cq);
+  } else {
+    tick();
+    if (cq->entries.empty() && !cq->overrun) advance_to_next_event();
+  }
   if (cq->overrun) return -EOVERFLOW;
   int count = 0;
   while (count < entries_max && !cq->entries.empty()) {
@@ -892,6 +986,10 @@ class hca_verbs_t final : public verbs_t {
   int query_device(ibv_context* context, ibv_device_attr* attr) override;
   int query_port(ibv_context* context, std::uint8_t port_num, ibv_port_attr* attr) override;
   int query_gid(ibv_context* context, std::uint8_t port_num, int index, ibv_gid* gid) override;
+  int query_gid_ex(ibv_context* context, std::uint32_t port_num, std::uint32_t gid_index,
+                   ibv_gid_entry* entry, std::uint32_t flags) override;
+  int query_device_ex(ibv_context* context, const ibv_query_device_ex_input* input,
+                      ibv_device_attr_ex* attr) override;
 
   ibv_pd* alloc_pd(ibv_context* context) override;
   int dealloc_pd(ibv_pd* pd) override;
@@ -901,6 +999,8 @@ class hca_verbs_t final : public verbs_t {
 
   ibv_mr* reg_mr(ibv_pd* pd, void* address, std::size_t length, int access) override;
   int dereg_mr(ibv_mr* mr) override;
+  int advise_mr(ibv_pd* pd, ibv_advise_mr_advice advice, std::uint32_t flags, ibv_sge* sg_list,
+                std::uint32_t num_sge) override;
 
   ibv_cq* create_cq(ibv_context* context, int cqe) override;
   int destroy_cq(ibv_cq* cq) override;
@@ -1004,6 +1104,7 @@ class hca_verbs_t final : public verbs_t {
     emu_context_t* found = fabric_.contexts.find(context);
     return found != nullptr && found->hca == hca_ ? found : nullptr;
   }
+  void fill_device_attr(ibv_device_attr* attr) const;
   static emu_context_t* context_of(const ibv_pd* pd) { return static_cast<emu_context_t*>(pd->context); }
   int post_one_recv(emu_qp_t* qp, const ibv_recv_wr* wr) {
     if (qp->esrq != nullptr || qp->state == IBV_QPS_RESET) return EINVAL;
@@ -1027,6 +1128,28 @@ class hca_verbs_t final : public verbs_t {
 int hca_verbs_t::query_device(ibv_context* context, ibv_device_attr* attr) {
   guard_t guard(fabric_.mutex);
   if (own_context(context) == nullptr || attr == nullptr) return EINVAL;
+  fill_device_attr(attr);
+  return 0;
+}
+
+int hca_verbs_t::query_device_ex(ibv_context* context, const ibv_query_device_ex_input* input,
+                                 ibv_device_attr_ex* attr) {
+  guard_t guard(fabric_.mutex);
+  if (own_context(context) == nullptr || attr == nullptr) return EINVAL;
+  if (input != nullptr && input->comp_mask != 0) return EINVAL;
+  *attr = ibv_device_attr_ex{};
+  fill_device_attr(&attr->orig_attr);
+  if (fabric_.options.odp) {
+    attr->odp_caps.general_caps = IBV_ODP_SUPPORT;
+    if (fabric_.options.odp_implicit) attr->odp_caps.general_caps |= IBV_ODP_SUPPORT_IMPLICIT;
+    attr->odp_caps.per_transport_caps.rc_odp_caps =
+        IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV | IBV_ODP_SUPPORT_WRITE |
+        IBV_ODP_SUPPORT_READ | IBV_ODP_SUPPORT_SRQ_RECV;
+  }
+  return 0;
+}
+
+void hca_verbs_t::fill_device_attr(ibv_device_attr* attr) const {
   const emu_options_t& options = fabric_.options;
   *attr = ibv_device_attr{};
   std::snprintf(attr->fw_ver, sizeof(attr->fw_ver), "emu-1");
@@ -1047,7 +1170,6 @@ int hca_verbs_t::query_device(ibv_context* context, ibv_device_attr* attr) {
   attr->max_srq_wr = options.max_srq_wr;
   attr->max_srq_sge = options.max_srq_sge;
   attr->phys_port_cnt = 1;
-  return 0;
 }
 
 int hca_verbs_t::query_port(ibv_context* context, std::uint8_t port_num, ibv_port_attr* attr) {
@@ -1057,25 +1179,40 @@ int hca_verbs_t::query_port(ibv_context* context, std::uint8_t port_num, ibv_por
   attr->state = IBV_PORT_ACTIVE;
   attr->max_mtu = IBV_MTU_4096;
   attr->active_mtu = IBV_MTU_4096;
-  attr->gid_tbl_len = 1;
+  attr->gid_tbl_len = static_cast<int>(fabric_.options.gid_types.size());
   attr->max_msg_sz = fabric_.options.max_msg_sz;
   attr->pkey_tbl_len = 1;
-  attr->lid = static_cast<std::uint16_t>(hca_ + 1);
-  attr->sm_lid = 1;
-  attr->link_layer = IBV_LINK_LAYER_INFINIBAND;
+  const bool ethernet = fabric_.options.ethernet;
+  attr->lid = ethernet ? 0 : static_cast<std::uint16_t>(hca_ + 1);
+  attr->sm_lid = ethernet ? 0 : 1;
+  attr->link_layer = ethernet ? IBV_LINK_LAYER_ETHERNET : IBV_LINK_LAYER_INFINIBAND;
   return 0;
 }
 
 int hca_verbs_t::query_gid(ibv_context* context, std::uint8_t port_num, int index, ibv_gid* gid) {
   guard_t guard(fabric_.mutex);
-  if (own_context(context) == nullptr || gid == nullptr || port_num != 1 || index != 0) {
+  if (own_context(context) == nullptr || gid == nullptr || port_num != 1 || index < 0 ||
+      static_cast<std::size_t>(index) >= fabric_.options.gid_types.size()) {
     return EINVAL;
   }
-  *gid = ibv_gid{};
-  gid->raw[0] = 0xfe;  // fe80::<hca + 1>, the link-local prefix
-  gid->raw[1] = 0x80;
-  gid->raw[14] = static_cast<std::uint8_t>((hca_ + 1) >> 8);
-  gid->raw[15] = static_cast<std::uint8_t>(hca_ + 1);
+  *gid = fabric_.gid_of(hca_, static_cast<std::size_t>(index));
+  return 0;
+}
+
+int hca_verbs_t::query_gid_ex(ibv_context* context, std::uint32_t port_num,
+                              std::uint32_t gid_index, ibv_gid_entry* entry,
+                              std::uint32_t flags) {
+  guard_t guard(fabric_.mutex);
+  if (own_context(context) == nullptr || entry == nullptr || port_num != 1 || flags != 0 ||
+      gid_index >= fabric_.options.gid_types.size()) {
+    return EINVAL;
+  }
+  *entry = ibv_gid_entry{};
+  entry->gid = fabric_.gid_of(hca_, gid_index);
+  entry->gid_index = gid_index;
+  entry->port_num = port_num;
+  entry->gid_type = fabric_.options.gid_types[gid_index];
+  entry->ndev_ifindex = fabric_.options.ethernet ? 1 : 0;
   return 0;
 }
 
@@ -1113,6 +1250,7 @@ ibv_td* hca_verbs_t::alloc_td(ibv_context* context, ibv_td_init_attr* init_attr)
   auto td = std::make_unique<emu_td_t>();
   td->context = found;
   ++found->objects_count;
+  ++fabric_.stats.thread_domains;
   return fabric_.tds.add(std::move(td));
 }
 
@@ -1151,7 +1289,11 @@ ibv_pd* hca_verbs_t::alloc_parent_domain(ibv_context* context, ibv_parent_domain
 ibv_mr* hca_verbs_t::reg_mr(ibv_pd* pd, void* address, std::size_t length, int access) {
   guard_t guard(fabric_.mutex);
   emu_pd_t* found = own(fabric_.pds.find(pd));
-  if (found == nullptr || (address == nullptr && length > 0)) return fail_null(EINVAL);
+  const bool on_demand = (access & IBV_ACCESS_ON_DEMAND) != 0;
+  const bool implicit = on_demand && address == nullptr && length == SIZE_MAX;
+  if (found == nullptr || (address == nullptr && length > 0 && !implicit)) return fail_null(EINVAL);
+  if (on_demand && !fabric_.options.odp) return fail_null(EINVAL);
+  if (implicit && !fabric_.options.odp_implicit) return fail_null(EINVAL);
   const bool remote_write = (access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) != 0;
   if (remote_write && (access & IBV_ACCESS_LOCAL_WRITE) == 0) return fail_null(EINVAL);
   if (fabric_.mrs.count_on(hca_) >= static_cast<std::size_t>(fabric_.options.max_mr)) {
@@ -1176,6 +1318,7 @@ ibv_mr* hca_verbs_t::reg_mr(ibv_pd* pd, void* address, std::size_t length, int a
   mr->holder = found;
   mr->access = access;
   ++found->users_count;
+  if (on_demand) ++fabric_.stats.odp_registrations;
   emu_mr_t* added = fabric_.mrs.add(std::move(mr));
   fabric_.mrs_by_lkey[{hca_, added->lkey}] = added;
   fabric_.mrs_by_rkey[{hca_, added->rkey}] = added;
@@ -1190,6 +1333,29 @@ int hca_verbs_t::dereg_mr(ibv_mr* mr) {
   fabric_.mrs_by_rkey.erase({hca_, found->rkey});
   --found->holder->users_count;
   fabric_.mrs.remove(found);
+  return 0;
+}
+
+int hca_verbs_t::advise_mr(ibv_pd* pd, ibv_advise_mr_advice advice, std::uint32_t flags,
+                           ibv_sge* sg_list, std::uint32_t num_sge) {
+  guard_t guard(fabric_.mutex);
+  emu_pd_t* found = own(fabric_.pds.find(pd));
+  if (found == nullptr || sg_list == nullptr || num_sge == 0) return EINVAL;
+  if (!fabric_.options.odp) return EOPNOTSUPP;
+  if ((flags & ~static_cast<std::uint32_t>(IBV_ADVISE_MR_FLAG_FLUSH)) != 0) return EINVAL;
+  const bool write = advice == IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE;
+  if (advice != IBV_ADVISE_MR_ADVICE_PREFETCH && !write &&
+      advice != IBV_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT) {
+    return EINVAL;
+  }
+  // Every range: an on-demand MR of this PD that covers it (LOCAL_WRITE
+  // for a prefetch for writing).
+  const std::vector<ibv_sge> sges(sg_list, sg_list + num_sge);
+  const int access = IBV_ACCESS_ON_DEMAND | (write ? IBV_ACCESS_LOCAL_WRITE : 0);
+  if (!fabric_.check_sges(hca_, found->root, sges, access)) return EINVAL;
+  if (advice == IBV_ADVISE_MR_ADVICE_PREFETCH) ++fabric_.stats.prefetches;
+  if (write) ++fabric_.stats.prefetches_write;
+  if (advice == IBV_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT) ++fabric_.stats.prefetches_no_fault;
   return 0;
 }
 
@@ -1268,6 +1434,8 @@ int hca_verbs_t::query_qp(ibv_qp* qp, ibv_qp_attr* attr, int /*attr_mask*/,
   attr->port_num = found->port_num;
   attr->ah_attr.dlid = found->dest_lid;
   attr->ah_attr.port_num = found->port_num;
+  attr->ah_attr.is_global = found->is_global ? 1 : 0;
+  attr->ah_attr.grh.sgid_index = found->sgid_index;
   attr->dest_qp_num = found->dest_qp_num;
   attr->min_rnr_timer = found->min_rnr_timer;
   attr->timeout = found->timeout;
@@ -1356,6 +1524,22 @@ emu_stats_t emu_fabric_t::stats() const {
   return impl_->stats;
 }
 
+int emu_fabric_t::access_of(const ibv_mr* mr) const {
+  std::lock_guard<std::mutex> guard(impl_->mutex);
+  const emu_mr_t* found = impl_->mrs.find(const_cast<ibv_mr*>(mr));
+  return found != nullptr ? found->access : -1;
+}
+
+std::vector<int> emu_fabric_t::sgid_indices(int hca) const {
+  std::lock_guard<std::mutex> guard(impl_->mutex);
+  std::vector<int> indices;
+  for (const auto& entry : impl_->qps_by_num) {
+    const emu_qp_t* qp = entry.second;
+    if (qp->hca == hca && qp->is_global) indices.push_back(qp->sgid_index);
+  }
+  return indices;
+}
+
 std::string emu_fabric_t::describe() const {
   const emu_options_t& options = impl_->options;
   std::ostringstream out;
@@ -1366,7 +1550,11 @@ std::string emu_fabric_t::describe() const {
       << " timeout_tick_ticks=" << options.timeout_tick_ticks
       << " delay_spike_rate=" << options.delay_spike_rate
       << " reg_mr_failure_rate=" << options.reg_mr_failure_rate
-      << " send_queue_full_rate=" << options.send_queue_full_rate;
+      << " send_queue_full_rate=" << options.send_queue_full_rate
+      << " link_layer=" << (options.ethernet ? "ethernet" : "infiniband")
+      << " gids=" << options.gid_types.size() << " odp=" << options.odp
+      << " odp_implicit=" << options.odp_implicit
+      << " paced_polls_max=" << options.paced_polls_max;
   std::lock_guard<std::mutex> guard(impl_->mutex);
   const emu_stats_t& stats = impl_->stats;
   out << "\n  now_ticks=" << impl_->now << " in_flight=" << impl_->in_flight

@@ -71,6 +71,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "backends/ibv/ibv_verbs.hpp"
 
@@ -100,6 +101,33 @@ struct emu_options_t {
   // rnr_tick_ticks, a transport timeout (timeout + 1) * timeout_tick_ticks.
   std::uint64_t rnr_tick_ticks = 16;
   std::uint64_t timeout_tick_ticks = 64;
+  // The port's link layer and GID table (query_port, query_gid_ex). On
+  // InfiniBand QPs route by LID. On Ethernet (RoCE) the port has LID 0 and
+  // a QP routes by its address vector's GID: grh.dgid names the peer HCA's
+  // GID entry, grh.sgid_index one of its own, of the same type (RoCE v1 and
+  // v2 do not talk to each other). Every HCA sits on an IP subnet of its
+  // own, so RoCE v1 (layer 2) reaches only its own HCA: to another, its WRs
+  // time out. GID i of HCA h: IB and RoCE v1 fe80::i:(h+1), RoCE v2
+  // ::ffff:10.i.(h+1) (IPv4-mapped).
+  bool ethernet = false;
+  std::vector<ibv_gid_type> gid_types{IBV_GID_TYPE_IB};
+  // On-demand paging (query_device_ex's odp_caps): reg_mr with
+  // IBV_ACCESS_ON_DEMAND (EINVAL without odp), advise_mr (EOPNOTSUPP
+  // without); implicit: reg_mr(pd, nullptr, SIZE_MAX, ON_DEMAND | ...)
+  // registers the whole address space.
+  bool odp = false;
+  bool odp_implicit = false;
+  // Concurrent runs (ranks as OS threads): with paced_polls_max > 0 a poll
+  // does not tick; one that finds its CQ empty moves time on (a tick, then
+  // to the next event) only once every CQ polled lately (in the last 8
+  // moves) has been polled empty since time last moved, or after
+  // paced_polls_max empty polls since. Virtual time then follows every
+  // poller's progress, not the busiest one's (a responder that polls is
+  // not outrun by its requester's timers); a CQ nobody polls any more
+  // stops counting, and the bound keeps a slow one from stopping the
+  // clock. 0: each poll ticks, and an empty one moves to the next event
+  // (deterministic runs).
+  std::uint64_t paced_polls_max = 0;
   // Faults (seeded; off by default): a WR's delivery is delayed by
   // delay_spike_ticks more; reg_mr fails with ENOMEM; post_send refuses a
   // WR with ENOMEM as if the send queue were full.
@@ -120,6 +148,12 @@ struct emu_stats_t {
   std::uint64_t delay_spikes = 0;
   std::uint64_t reg_mr_failures = 0;
   std::uint64_t send_queue_full_faults = 0;
+  std::uint64_t thread_domains = 0;     // alloc_td calls accepted
+  std::uint64_t odp_registrations = 0;  // reg_mr with IBV_ACCESS_ON_DEMAND
+  // advise_mr calls accepted, by advice.
+  std::uint64_t prefetches = 0;
+  std::uint64_t prefetches_write = 0;
+  std::uint64_t prefetches_no_fault = 0;
 };
 
 class emu_fabric_t {
@@ -144,6 +178,12 @@ class emu_fabric_t {
   // with their times): equal for equal seeds and calls.
   std::uint64_t trace_hash() const;
   emu_stats_t stats() const;
+  // The access flags `mr` (of any HCA) was registered with; -1 when it is
+  // not a live MR.
+  int access_of(const ibv_mr* mr) const;
+  // The source GID index (grh.sgid_index) of the address vector of every
+  // QP of HCA `hca` that has a global one, in QP number order.
+  std::vector<int> sgid_indices(int hca) const;
   // The line to print before a run: seed and wire parameters.
   std::string describe() const;
 

@@ -58,6 +58,13 @@ class verbs_t {
                          ibv_port_attr* port_attr) = 0;
   virtual int query_gid(ibv_context* context, std::uint8_t port_num, int index,
                         ibv_gid* gid) = 0;
+  // One GID table entry with its type (IBV_GID_TYPE_IB, _ROCE_V1, _ROCE_V2);
+  // an empty or missing entry is an error (libibverbs: ENODATA or EINVAL).
+  virtual int query_gid_ex(ibv_context* context, std::uint32_t port_num, std::uint32_t gid_index,
+                           ibv_gid_entry* entry, std::uint32_t flags) = 0;
+  // The extended attributes; the backend reads odp_caps (on-demand paging).
+  virtual int query_device_ex(ibv_context* context, const ibv_query_device_ex_input* input,
+                              ibv_device_attr_ex* device_attr) = 0;
 
   // Protection and thread domains.
   virtual ibv_pd* alloc_pd(ibv_context* context) = 0;
@@ -71,6 +78,11 @@ class verbs_t {
   // Memory regions. `access`: IBV_ACCESS_* flags.
   virtual ibv_mr* reg_mr(ibv_pd* pd, void* address, std::size_t length, int access) = 0;
   virtual int dereg_mr(ibv_mr* mr) = 0;
+  // Advice on ranges of on-demand (IBV_ACCESS_ON_DEMAND) MRs of `pd`: a
+  // prefetch of their pages (IBV_ADVISE_MR_ADVICE_PREFETCH, _WRITE,
+  // _NO_FAULT); 0 or an errno value (EOPNOTSUPP: the provider has none).
+  virtual int advise_mr(ibv_pd* pd, ibv_advise_mr_advice advice, std::uint32_t flags,
+                        ibv_sge* sg_list, std::uint32_t num_sge) = 0;
 
   // Completion queue (no channel, vector 0).
   virtual ibv_cq* create_cq(ibv_context* context, int cqe) = 0;

@@ -32,6 +32,14 @@ class real_verbs_t final : public verbs_t {
   int query_gid(ibv_context* context, std::uint8_t port_num, int index, ibv_gid* gid) override {
     return ::ibv_query_gid(context, port_num, index, gid);
   }
+  int query_gid_ex(ibv_context* context, std::uint32_t port_num, std::uint32_t gid_index,
+                   ibv_gid_entry* entry, std::uint32_t flags) override {
+    return ::ibv_query_gid_ex(context, port_num, gid_index, entry, flags);
+  }
+  int query_device_ex(ibv_context* context, const ibv_query_device_ex_input* input,
+                      ibv_device_attr_ex* device_attr) override {
+    return ::ibv_query_device_ex(context, input, device_attr);
+  }
 
   ibv_pd* alloc_pd(ibv_context* context) override { return ::ibv_alloc_pd(context); }
   int dealloc_pd(ibv_pd* pd) override { return ::ibv_dealloc_pd(pd); }
@@ -47,6 +55,10 @@ class real_verbs_t final : public verbs_t {
     return ibv_reg_mr(pd, address, length, access);  // a macro in verbs.h
   }
   int dereg_mr(ibv_mr* mr) override { return ::ibv_dereg_mr(mr); }
+  int advise_mr(ibv_pd* pd, ibv_advise_mr_advice advice, std::uint32_t flags, ibv_sge* sg_list,
+                std::uint32_t num_sge) override {
+    return ::ibv_advise_mr(pd, advice, flags, sg_list, num_sge);
+  }
 
   ibv_cq* create_cq(ibv_context* context, int cqe) override {
     return ::ibv_create_cq(context, cqe, nullptr, nullptr, 0);

@@ -24,6 +24,13 @@ constexpr std::size_t backlog_entries_max = 4096;
 constexpr std::size_t recv_regions_max = 4;
 constexpr std::size_t recv_region_packets = 32;
 
+static_assert(static_cast<int>(attr_ibv_odp_strategy_t::implicit_odp) ==
+              static_cast<int>(backend::net_ibv_odp_t::implicit_odp));
+static_assert(static_cast<int>(attr_ibv_prefetch_strategy_t::prefetch_no_fault) ==
+              static_cast<int>(backend::net_ibv_prefetch_t::prefetch_no_fault));
+static_assert(static_cast<int>(attr_ibv_td_strategy_t::per_qp) ==
+              static_cast<int>(backend::net_ibv_td_t::per_qp));
+
 // packet_pool: nullptr for a raw device, which asks for no receive regions
 // and may have any max_msg_size (no packet must fit through it).
 std::unique_ptr<backend::net_device_t> open_net_device(runtime_impl_t* runtime,
@@ -52,6 +59,14 @@ std::unique_ptr<backend::net_device_t> open_net_device(runtime_impl_t* runtime,
   // program posts single receives of its own (net_post_recv).
   requested.supports_multi_recv = packet_pool != nullptr;
   requested.multi_recv_min_free = packet_bytes;
+  // Read by a verbs network only; refused before this point by any other
+  // (unsupported_attrs.hpp). The enums list the same values in order.
+  requested.ibv.gid_index = net_context_attr.ibv_gid_idx;
+  requested.ibv.force_gid_auto_select = net_context_attr.ibv_force_gid_auto_select;
+  requested.ibv.odp = static_cast<backend::net_ibv_odp_t>(net_context_attr.ibv_odp_strategy);
+  requested.ibv.prefetch =
+      static_cast<backend::net_ibv_prefetch_t>(net_context_attr.ibv_prefetch_strategy);
+  requested.ibv.td = static_cast<backend::net_ibv_td_t>(attr.ibv_td_strategy);
   return runtime->net().alloc_device(requested);
 }
 

@@ -36,13 +36,14 @@ sizing_t sizing_for(bool simulated) {
 
 // What every net context (the runtime's default one too) must pass: a
 // backend that is the network this rank runs on, attributes in effect.
-void check_net_context(const attr_net_context_t& attr, bool simulated, const char* op) {
+void check_net_context(const attr_net_context_t& attr, bool simulated,
+                       const backend::net_context_t& net, const char* op) {
   if (attr.backend != attr_backend_t::none && (attr.backend == attr_backend_t::sim) != simulated) {
     throw std::invalid_argument(std::string(op) + ": backend = " +
                                 get_attr_backend_str(attr.backend) +
                                 ": not the network this rank runs on");
   }
-  check_supported(attr, op);
+  check_supported(attr, net.reads_ibv_attr(), op);
 }
 
 }  // namespace
@@ -70,7 +71,8 @@ runtime_impl_t::runtime_impl_t(const attr_runtime_t& attr, host_t& host)
                                 ": must be in [1, 28]");
   }
   check_supported(attr, "runtime");
-  check_net_context(default_net_context_->attr, host.simulated(), "runtime: default net context");
+  check_net_context(default_net_context_->attr, host.simulated(), net_,
+                    "runtime: default net context");
   // Engine index 0 on every rank: messages name engines by index.
   collective_matching_engine_ = alloc_matching_engine(get_default_attr_matching_engine());
   if (attr.alloc_default_packet_pool) {
@@ -149,7 +151,7 @@ void runtime_impl_t::erase_live(std::vector<std::unique_ptr<T>>& list, T* item,
 }
 
 net_context_impl_t* runtime_impl_t::alloc_net_context(const attr_net_context_t& attr) {
-  check_net_context(attr, host_.simulated(), "alloc_net_context");
+  check_net_context(attr, host_.simulated(), net_, "alloc_net_context");
   auto context = std::make_unique<net_context_impl_t>(this, attr);
   net_context_impl_t* raw = context.get();
   util::spinlock_guard_t guard(resources_lock_);
@@ -185,7 +187,7 @@ packet_pool_impl_t* runtime_impl_t::packet_pool_containing(const void* address,
 device_impl_t* runtime_impl_t::alloc_device(const attr_device_t& attr,
                                              net_context_impl_t* net_context,
                                              packet_pool_impl_t* pool) {
-  check_supported(attr, "alloc_device");
+  check_supported(attr, net_.reads_ibv_attr(), "alloc_device");
   if (net_context == nullptr) net_context = default_net_context_.get();
   if (pool == nullptr) pool = default_packet_pool_;
   // Still nullptr: a raw device (device_impl.hpp).

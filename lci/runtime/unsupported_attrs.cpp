@@ -64,16 +64,25 @@ struct refused_t {
   std::optional<std::string> (*changed)(const attr_t& attr);
 };
 
-constexpr const char* no_ibv = "the ibv backend is not built yet";
+constexpr const char* no_ibv =
+    "only the ibv backend reads it, and this rank's network is another backend (ofi or the "
+    "simulator's)";
 constexpr const char* no_shm =
     "no shared-memory transport is built: ranks on one node talk through the network backend "
     "(over libfabric, choose its shm provider: LCI_ATTR_OFI_PROVIDER_NAME=shm)";
 
-const refused_t<attr_net_context_t> net_context_refused[] = {
+// Refused only where the network does not read them (not ibv).
+const refused_t<attr_net_context_t> net_context_ibv_refused[] = {
     {"ibv_gid_idx", no_ibv, changed<&attr_net_context_t::ibv_gid_idx>},
     {"ibv_force_gid_auto_select", no_ibv, changed<&attr_net_context_t::ibv_force_gid_auto_select>},
     {"ibv_odp_strategy", no_ibv, changed<&attr_net_context_t::ibv_odp_strategy>},
     {"ibv_prefetch_strategy", no_ibv, changed<&attr_net_context_t::ibv_prefetch_strategy>},
+};
+const refused_t<attr_device_t> device_ibv_refused[] = {
+    {"ibv_td_strategy", no_ibv, changed<&attr_device_t::ibv_td_strategy>},
+};
+
+const refused_t<attr_net_context_t> net_context_refused[] = {
     {"use_dmabuf", "device (GPU) memory is not supported",
      changed<&attr_net_context_t::use_dmabuf>},
 };
@@ -98,7 +107,6 @@ const refused_t<attr_device_t> device_refused[] = {
     {"shm_producer_cas_attempts", no_shm, changed<&attr_device_t::shm_producer_cas_attempts>},
     {"shm_consumer_cas_attempts", no_shm, changed<&attr_device_t::shm_consumer_cas_attempts>},
     {"shm_max_polls", no_shm, changed<&attr_device_t::shm_max_polls>},
-    {"ibv_td_strategy", no_ibv, changed<&attr_device_t::ibv_td_strategy>},
 };
 
 const refused_t<attr_matching_engine_t> matching_engine_refused[] = {
@@ -136,8 +144,9 @@ void check_supported(const attr_runtime_t& attr, const char* op) {
                       get_default_attr_net_context().device_name);
 }
 
-void check_supported(const attr_net_context_t& attr, const char* op) {
+void check_supported(const attr_net_context_t& attr, bool network_reads_ibv, const char* op) {
   check_table(net_context_refused, attr, op);
+  if (!network_reads_ibv) check_table(net_context_ibv_refused, attr, op);
   const attr_net_context_t process = get_default_attr_net_context();
   check_process_value(op, "device_name", attr.device_name, "LCI_ATTR_DEVICE_NAME",
                       process.device_name);
@@ -145,8 +154,9 @@ void check_supported(const attr_net_context_t& attr, const char* op) {
                       "LCI_ATTR_OFI_PROVIDER_NAME", process.ofi_provider_name);
 }
 
-void check_supported(const attr_device_t& attr, const char* op) {
+void check_supported(const attr_device_t& attr, bool network_reads_ibv, const char* op) {
   check_table(device_refused, attr, op);
+  if (!network_reads_ibv) check_table(device_ibv_refused, attr, op);
 }
 
 void check_supported(const attr_matching_engine_t& attr, const char* op) {

@@ -9,6 +9,12 @@
 // set: a functor's setter, LCI_ATTR_<NAME>, or set_g_default_attr (the last
 // two reach the check through get_default_attr_<resource>()).
 //
+// The ibv_* attributes (ibv_gid_idx, ibv_force_gid_auto_select,
+// ibv_odp_strategy, ibv_prefetch_strategy; ibv_td_strategy of a device) go
+// to the network device (backend::net_device_attr_t::ibv) where the network
+// reads them (backend::net_context_t::reads_ibv_attr(): the ibv backend),
+// and are refused like the others where it does not (ofi, the simulator).
+//
 // The network a process (or simulated rank) runs on is opened once, before
 // any runtime, from the process's LCI_ATTR_DEVICE_NAME and
 // LCI_ATTR_OFI_PROVIDER_NAME (or set_g_default_attr): a runtime or net
@@ -28,8 +34,9 @@
 namespace lci::detail {
 
 void check_supported(const attr_runtime_t& attr, const char* op);
-void check_supported(const attr_net_context_t& attr, const char* op);
-void check_supported(const attr_device_t& attr, const char* op);
+// network_reads_ibv: the network's reads_ibv_attr().
+void check_supported(const attr_net_context_t& attr, bool network_reads_ibv, const char* op);
+void check_supported(const attr_device_t& attr, bool network_reads_ibv, const char* op);
 void check_supported(const attr_matching_engine_t& attr, const char* op);
 
 }  // namespace lci::detail

@@ -31,29 +31,41 @@ using backends::ibv::ibv_context_t;
 
 // A rank: the ibv context over its HCA, bootstrapped through the harness's
 // out-of-band allgather (a peer's QP in ERR is re-established only when
-// this rank polls, which the barrier does).
-class ibv_rank_ctx_t final : public sim_rank_ctx_t {
+// this rank polls, which the barrier does). Its devices get the case's
+// thread-domain strategy, as the runtime's ibv_td_strategy gives them.
+class ibv_rank_ctx_t final : public sim_rank_ctx_t, private backend::net_context_t {
  public:
   ibv_rank_ctx_t(sim::rank_env_t& env, meeting_t& meeting, emu_fabric_t& fabric,
-                 const backends::ibv::ibv_context_options_t& options)
+                 backend::net_ibv_td_t td)
       : sim_rank_ctx_t(env, meeting),
         context_(fabric.verbs(env.rank()), env.rank(), env.ranks_count(),
                  ibv_bootstrap_t{[&env](const void* mine, std::size_t bytes, void* all) {
                                    env.allgather(mine, bytes, all);
                                  },
-                                 [&env](const char* what) { env.wait(what); }},
-                 options) {}
-  backend::net_context_t& context() override { return context_; }
+                                 [&env](const char* what) { env.wait(what); }}),
+        td_(td) {}
+  backend::net_context_t& context() override { return *this; }
 
  private:
+  int rank_me() const override { return context_.rank_me(); }
+  int rank_n() const override { return context_.rank_n(); }
+  bool reads_ibv_attr() const override { return true; }
+  std::unique_ptr<backend::net_device_t> alloc_device(
+      const backend::net_device_attr_t& requested) override {
+    backend::net_device_attr_t with_td = requested;
+    with_td.ibv.td = td_;
+    return context_.alloc_device(with_td);
+  }
+
   ibv_context_t context_;
+  const backend::net_ibv_td_t td_;
 };
 
 struct case_faults_t {
   double delay_spike_rate = 0.0;
   double reg_mr_failure_rate = 0.0;
   double send_queue_full_rate = 0.0;
-  backends::ibv::td_strategy_t td_strategy = backends::ibv::td_strategy_t::none;
+  backend::net_ibv_td_t td_strategy = backend::net_ibv_td_t::none;
 };
 
 backend_case_t ibv_case(const std::string& name, std::uint64_t seed, sim::world_mode_t mode,
@@ -74,27 +86,21 @@ backend_case_t ibv_case(const std::string& name, std::uint64_t seed, sim::world_
         faults.reg_mr_failure_rate, world_faults.rate(sim::fault_kind_t::registration_failure));
     emu.send_queue_full_rate = std::max(
         faults.send_queue_full_rate, world_faults.rate(sim::fault_kind_t::send_queue_full));
+    // Ranks as OS threads: the emulated clock paced by every rank's polls
+    // (a victim that polls re-establishes its QP before the requester's
+    // timers run out; a crashed rank's CQs stop counting).
+    if (mode == sim::world_mode_t::concurrent) emu.paced_polls_max = 10'000;
     emu_fabric_t fabric(emu);
     meeting_t meeting;
     const sim::run_report_t report =
         sim::run_ranks(ranks_count, options, [&](sim::rank_env_t& env) {
-          backends::ibv::ibv_context_options_t context_options;
-          context_options.td_strategy = faults.td_strategy;
-          ibv_rank_ctx_t ctx(env, meeting, fabric, context_options);
+          ibv_rank_ctx_t ctx(env, meeting, fabric, faults.td_strategy);
           body(ctx);
         });
     if (report.ok) return std::string();
     return report.report + "\n" + fabric.describe();
   };
-  result.can_crash = mode == sim::world_mode_t::deterministic;
-  if (mode == sim::world_mode_t::concurrent) {
-    result.skip_reason = [](const std::string& test_name, int) -> std::string {
-      if (test_name != "RmaProtectionFaults") return "";  // DeadPeer: can_crash is false
-      return "concurrent mode: the emulated clock runs as fast as the busiest poller, so the "
-             "victim's re-establishment of its QP races the requester's transport timeouts "
-             "(docs/backends/ibv.md, \"The device\"); deterministic mode runs it";
-    };
-  }
+  result.can_crash = true;
   return result;
 }
 
@@ -117,9 +123,9 @@ std::vector<backend_case_t> ibv_cases() {
   // The thread-domain strategies: QPs on parent domains (one TD per QP, or
   // one per device).
   cases.push_back(ibv_case("emu_per_qp_td", 5, deterministic,
-                           {0.0, 0.0, 0.0, backends::ibv::td_strategy_t::per_qp}));
+                           {0.0, 0.0, 0.0, backend::net_ibv_td_t::per_qp}));
   cases.push_back(ibv_case("emu_all_qp_td", 6, sim::world_mode_t::concurrent,
-                           {0.0, 0.0, 0.0, backends::ibv::td_strategy_t::all_qp}));
+                           {0.0, 0.0, 0.0, backend::net_ibv_td_t::all_qp}));
   return cases;
 }
 

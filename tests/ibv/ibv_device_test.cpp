@@ -22,65 +22,11 @@
 #include "backends/ibv/ibv_emu_fabric.hpp"
 #include "sim/sim_harness.hpp"
 #include "sim/sim_seed.hpp"
+#include "tests/ibv/ibv_device_test_util.hpp"
+#include "tests/ibv/ibv_forwarding_verbs.hpp"
 
 namespace lci::backends::ibv {
 namespace {
-
-using backend::net_fault_t;
-using backend::net_mr_t;
-using backend::net_opcode_t;
-using backend::net_rmr_t;
-using backend::net_status_t;
-
-// Runs body(rank, env, context) on two ranks over one emulated fabric;
-// returns the run's trace: the scheduler's and the fabric's hashes mixed.
-std::uint64_t run_two_ranks(std::uint64_t seed,
-                            const std::function<void(sim::rank_env_t&, ibv_context_t&)>& body,
-                            const ibv_context_options_t& context_options = {},
-                            emu_options_t emu = {}) {
-  emu.hcas_count = 2;
-  emu.seed = seed;
-  emu_fabric_t fabric(emu);
-  const sim::run_report_t report = sim::run_ranks(
-      2, sim::default_run_options(seed), [&](sim::rank_env_t& env) {
-        ibv_context_t context(fabric.verbs(env.rank()), env.rank(), env.ranks_count(),
-                              ibv_bootstrap_t{[&env](const void* mine, std::size_t bytes,
-                                                     void* all) { env.allgather(mine, bytes, all); },
-                                              [&env](const char* what) { env.wait(what); }},
-                              context_options);
-        body(env, context);
-      });
-  EXPECT_TRUE(report.ok) << report.report << "\n" << fabric.describe();
-  return report.trace_hash * 31 + fabric.trace_hash();
-}
-
-// Polls `device` until `done`, collecting every completion.
-void poll_until(sim::rank_env_t& env, backend::net_device_t& device,
-                std::vector<net_status_t>* statuses, const std::function<bool()>& done,
-                const char* what) {
-  for (int turn = 0; !done(); ++turn) {
-    ASSERT_LT(turn, 1'000'000) << "waited too long for " << what;
-    net_status_t batch[8];
-    const std::size_t count = device.poll_comp(batch, 8);
-    statuses->insert(statuses->end(), batch, batch + count);
-    env.wait(what);
-  }
-}
-
-template <typename Op>
-void post_retrying(sim::rank_env_t& env, backend::net_device_t& device, Op&& op) {
-  for (int tries = 0;; ++tries) {
-    const error_t error = op();
-    if (!error.is_retry()) {
-      ASSERT_TRUE(error.is_done() || error.is_posted()) << error.get_str();
-      return;
-    }
-    ASSERT_LT(tries, 100'000);
-    net_status_t batch[8];
-    (void)device.poll_comp(batch, 0);
-    env.wait("post retry");
-  }
-}
 
 // The responder keeps polling until the requester is done (as a runtime's
 // progress does): its own QP, which the refused put moved to ERR, is
@@ -227,19 +173,19 @@ TEST(IbvDevice, UnreachablePeerFailsNamingItsRankAndIsReportedOnce) {
 // registered on the PD the parent domains share).
 TEST(IbvDevice, ThreadDomainStrategies) {
   struct expectation_t {
-    td_strategy_t strategy;
+    backend::net_ibv_td_t strategy;
     std::size_t tds;
   };
   // Two ranks, two QPs per rank: 4 QPs per device.
-  for (const expectation_t expected : {expectation_t{td_strategy_t::none, 0},
-                                       expectation_t{td_strategy_t::all_qp, 1},
-                                       expectation_t{td_strategy_t::per_qp, 4}}) {
-    ibv_context_options_t options;
-    options.td_strategy = expected.strategy;
+  for (const expectation_t expected : {expectation_t{backend::net_ibv_td_t::none, 0},
+                                       expectation_t{backend::net_ibv_td_t::all_qp, 1},
+                                       expectation_t{backend::net_ibv_td_t::per_qp, 4}}) {
     run_two_ranks(
         sim::seed_from_env(54),
         [&expected](sim::rank_env_t& env, ibv_context_t& context) {
-          auto owned = context.alloc_device({});
+          backend::net_device_attr_t requested;
+          requested.ibv.td = expected.strategy;
+          auto owned = context.alloc_device(requested);
           auto* device = static_cast<ibv_device_t*>(owned.get());
           EXPECT_EQ(device->thread_domains_count(), expected.tds);
           std::vector<char> region(64, 0);
@@ -260,8 +206,7 @@ TEST(IbvDevice, ThreadDomainStrategies) {
           EXPECT_STREQ(region.data() + peer * 8, "td");
           env.barrier();
           device->deregister_memory(&mr);
-        },
-        options);
+        });
   }
 }
 
@@ -295,56 +240,17 @@ TEST(IbvContext, NoDeviceIsAClearError) {
   // without RDMA: the context refuses with a message, never a crash.
   emu_options_t emu;
   emu_fabric_t fabric(emu);
-  class empty_list_t final : public verbs_t {
+  class empty_list_t final : public forwarding_verbs_t {
    public:
-    explicit empty_list_t(verbs_t& base) : base_(base) {}
+    using forwarding_verbs_t::forwarding_verbs_t;
     const char* get_name() const override { return "empty"; }
     ibv_device** get_device_list(int* count) override {
       *count = 0;
       return list_;
     }
     void free_device_list(ibv_device**) override {}
-    const char* get_device_name(ibv_device* d) override { return base_.get_device_name(d); }
-    ibv_context* open_device(ibv_device* d) override { return base_.open_device(d); }
-    int close_device(ibv_context* c) override { return base_.close_device(c); }
-    int query_device(ibv_context* c, ibv_device_attr* a) override { return base_.query_device(c, a); }
-    int query_port(ibv_context* c, std::uint8_t p, ibv_port_attr* a) override {
-      return base_.query_port(c, p, a);
-    }
-    int query_gid(ibv_context* c, std::uint8_t p, int i, ibv_gid* g) override {
-      return base_.query_gid(c, p, i, g);
-    }
-    ibv_pd* alloc_pd(ibv_context* c) override { return base_.alloc_pd(c); }
-    int dealloc_pd(ibv_pd* p) override { return base_.dealloc_pd(p); }
-    ibv_td* alloc_td(ibv_context* c, ibv_td_init_attr* a) override { return base_.alloc_td(c, a); }
-    int dealloc_td(ibv_td* t) override { return base_.dealloc_td(t); }
-    ibv_pd* alloc_parent_domain(ibv_context* c, ibv_parent_domain_init_attr* a) override {
-      return base_.alloc_parent_domain(c, a);
-    }
-    ibv_mr* reg_mr(ibv_pd* p, void* a, std::size_t l, int f) override { return base_.reg_mr(p, a, l, f); }
-    int dereg_mr(ibv_mr* m) override { return base_.dereg_mr(m); }
-    ibv_cq* create_cq(ibv_context* c, int n) override { return base_.create_cq(c, n); }
-    int destroy_cq(ibv_cq* q) override { return base_.destroy_cq(q); }
-    ibv_srq* create_srq(ibv_pd* p, ibv_srq_init_attr* a) override { return base_.create_srq(p, a); }
-    int destroy_srq(ibv_srq* s) override { return base_.destroy_srq(s); }
-    ibv_qp* create_qp(ibv_pd* p, ibv_qp_init_attr* a) override { return base_.create_qp(p, a); }
-    int modify_qp(ibv_qp* q, ibv_qp_attr* a, int m) override { return base_.modify_qp(q, a, m); }
-    int query_qp(ibv_qp* q, ibv_qp_attr* a, int m, ibv_qp_init_attr* i) override {
-      return base_.query_qp(q, a, m, i);
-    }
-    int destroy_qp(ibv_qp* q) override { return base_.destroy_qp(q); }
-    int post_send(ibv_qp* q, ibv_send_wr* w, ibv_send_wr** b) override { return base_.post_send(q, w, b); }
-    int post_recv(ibv_qp* q, ibv_recv_wr* w, ibv_recv_wr** b) override { return base_.post_recv(q, w, b); }
-    int post_srq_recv(ibv_srq* s, ibv_recv_wr* w, ibv_recv_wr** b) override {
-      return base_.post_srq_recv(s, w, b);
-    }
-    int poll_cq(ibv_cq* q, int n, ibv_wc* w) override { return base_.poll_cq(q, n, w); }
-    int poll_async_event(ibv_context* c, ibv_async_event* e) override {
-      return base_.poll_async_event(c, e);
-    }
 
    private:
-    verbs_t& base_;
     ibv_device* list_[1] = {nullptr};
   } empty(fabric.verbs(0));
   ibv_bootstrap_t bootstrap{[](const void*, std::size_t, void*) {}, [](const char*) {}};

@@ -18,10 +18,10 @@
 namespace lci::ibv_test {
 
 // Points `options` (whose world.seed is set) at a fresh emulated fabric of
-// `ranks_count` HCAs and returns it (for its describe() and stats()).
+// `ranks_count` HCAs (`emu` says the rest) and returns it (for its
+// describe() and stats()).
 inline std::shared_ptr<backends::ibv::emu_fabric_t> use_emulated_ibv(
-    sim::run_options_t* options, int ranks_count) {
-  backends::ibv::emu_options_t emu;
+    sim::run_options_t* options, int ranks_count, backends::ibv::emu_options_t emu = {}) {
   emu.hcas_count = ranks_count;
   emu.seed = options->world.seed;
   // Room for a device per thread (two SRQs each) as on a real HCA, which

@@ -125,4 +125,75 @@ TEST(IbvRuntime, SendRecvEverySizeTwoRanks) {
   }
 }
 
+// The ibv attributes reach the device through the runtime: a net context
+// with a GID index, on-demand paging and prefetch, a device on it with
+// per-QP thread domains; a message goes over that device.
+TEST(IbvRuntime, IbvAttributesReachTheDevice) {
+  const std::uint64_t seed = lci::sim::seed_from_env(4);
+  lci::sim::run_options_t options = lci::sim::default_run_options(seed);
+  lci::backends::ibv::emu_options_t emu;
+  emu.ethernet = true;
+  emu.gid_types = {IBV_GID_TYPE_ROCE_V1, IBV_GID_TYPE_ROCE_V2, IBV_GID_TYPE_ROCE_V2};
+  emu.odp = true;
+  const auto fabric = lci::ibv_test::use_emulated_ibv(&options, 2, emu);
+  std::vector<int> indices_before[2];  // the default device's QPs
+  std::vector<int> indices_after[2];   // and the second device's
+  std::uint64_t tds_before = 0;
+  const lci::sim::run_report_t report = lci::sim::run_ranks(2, options, [&](lci::sim::rank_env_t&
+                                                                                env) {
+    lci::g_runtime_init();
+    const int me = lci::get_rank_me();
+    const int peer = 1 - me;
+    indices_before[me] = fabric->sgid_indices(me);  // the default device's: automatic, 1
+    if (me == 0) tds_before = fabric->stats().thread_domains;
+    lci::barrier();  // neither rank allocates the second device before this
+    lci::net_context_t context =
+        lci::alloc_net_context_x()
+            .ibv_gid_idx(2)
+            .ibv_odp_strategy(lci::attr_ibv_odp_strategy_t::explicit_odp)
+            .ibv_prefetch_strategy(lci::attr_ibv_prefetch_strategy_t::prefetch_write)();
+    lci::device_t device =
+        lci::alloc_device_x().net_context(context).ibv_td_strategy(
+            lci::attr_ibv_td_strategy_t::per_qp)();
+    indices_after[me] = fabric->sgid_indices(me);
+    std::vector<char> buffer(64, static_cast<char>(me));
+    lci::mr_t mr = lci::register_memory_x(buffer.data(), buffer.size()).device(device)();
+    lci::comp_t sync = lci::alloc_sync();
+    lci::status_t status;
+    do {
+      status = lci::post_recv_x(peer, buffer.data(), 8, 1, sync).device(device)();
+      lci::progress_x().device(device)();
+    } while (status.is_retry());
+    const bool received = status.is_done();
+    char out[8] = "attrs";
+    lci::comp_t send_sync = lci::alloc_sync();
+    do {
+      status = lci::post_send_x(peer, out, 8, 1, send_sync).device(device)();
+      lci::progress_x().device(device)();
+    } while (status.is_retry());
+    if (status.is_posted()) lci::sync_wait_x(send_sync, &status).device(device)();
+    if (!received) lci::sync_wait_x(sync, &status).device(device)();
+    lci::free_comp(&send_sync);
+    EXPECT_STREQ(buffer.data(), "attrs");
+    lci::barrier();
+    lci::free_comp(&sync);
+    lci::deregister_memory(&mr);
+    lci::free_device(&device);
+    lci::free_net_context(&context);
+    lci::g_runtime_fina();
+  });
+  EXPECT_TRUE(report.ok) << report.report << "\n" << fabric->describe();
+  for (int rank = 0; rank < 2; ++rank) {
+    EXPECT_EQ(indices_before[rank], std::vector<int>(4, 1)) << "the default device: automatic";
+    std::vector<int> both(4, 1);
+    both.insert(both.end(), 4, 2);  // QP numbers grow: the second device's come last
+    EXPECT_EQ(indices_after[rank], both) << "the second device: ibv_gid_idx 2";
+  }
+  // The second device's thread domains: one per QP.
+  EXPECT_EQ(fabric->stats().thread_domains - tds_before, 8u);
+  const lci::backends::ibv::emu_stats_t stats = fabric->stats();
+  EXPECT_GE(stats.odp_registrations, 2u);
+  EXPECT_EQ(stats.prefetches_write, 2u) << "one per register_memory";
+}
+
 }  // namespace

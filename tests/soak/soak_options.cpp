@@ -173,4 +173,15 @@ std::string describe(const soak_options_t& options) {
   return text.str();
 }
 
+soak_options_t test_soak_options(int threads, device_mode_t devices, int ops_per_thread,
+                                 std::size_t size_max) {
+  soak_options_t options;
+  options.threads = threads;
+  options.devices = devices;
+  options.ops_per_thread = ops_per_thread;
+  options.size_max = size_max;
+  options.quiet = true;
+  return options;
+}
+
 }  // namespace lci::soak

@@ -119,4 +119,9 @@ std::string soak_usage();
 // One line with every option: "threads=2 devices=shared ops=400 ...".
 std::string describe(const soak_options_t& options);
 
+// What a test's run starts from: `threads` threads on `devices`, each of
+// `ops_per_thread` operations of at most `size_max` bytes, quiet.
+soak_options_t test_soak_options(int threads, device_mode_t devices, int ops_per_thread,
+                                 std::size_t size_max);
+
 }  // namespace lci::soak

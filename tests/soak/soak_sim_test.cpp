@@ -63,13 +63,7 @@ constexpr std::size_t seeds_per_case = 5;
 #endif
 
 soak_options_t base_options(int threads, device_mode_t devices) {
-  soak_options_t options;
-  options.threads = threads;
-  options.devices = devices;
-  options.ops_per_thread = ops_per_thread;
-  options.size_max = size_max;
-  options.quiet = true;
-  return options;
+  return lci::soak::test_soak_options(threads, devices, ops_per_thread, size_max);
 }
 
 // Runs `options` on `ranks` ranks over the seeds (LCI_SIM_SEED: that one
