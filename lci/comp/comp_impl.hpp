@@ -17,7 +17,8 @@
 
 namespace lci::detail {
 
-enum class comp_kind_t : std::uint8_t { sync, cq, handler, counter, graph };
+// waiter: a post's own, never a user's (waiter.hpp).
+enum class comp_kind_t : std::uint8_t { sync, cq, handler, counter, graph, waiter };
 
 class comp_impl_t {
  public:

@@ -5,7 +5,6 @@
 #include <stdexcept>
 #include <string>
 
-#include "lci/comp/sync.hpp"
 #include "lci/protocol/arrival.hpp"
 #include "lci/protocol/control.hpp"
 #include "lci/protocol/protocol.hpp"
@@ -226,13 +225,6 @@ class dispatch_guard_t {
 };
 
 }  // namespace
-
-void wait_progressing(sync_impl_t& sync, status_t* out, device_impl_t* device, host_t& host,
-                      const char* what) {
-  while (!sync.test(out)) {
-    if (device == nullptr || progress_device(*device).is_retry()) host.idle(what);
-  }
-}
 
 error_t progress_device(device_impl_t& device) {
   // A raw device's completions are the program's (net_poll_cq).

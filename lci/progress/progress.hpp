@@ -19,23 +19,28 @@
 #pragma once
 
 #include "lci/api/lci_types.hpp"
+#include "lci/runtime/host.hpp"
 #include "lci/util/error.hpp"
 
 namespace lci::detail {
 
 class device_impl_t;
-class host_t;
-class sync_impl_t;
 
 // done when anything happened, retry when there was nothing to do. Throws
 // std::invalid_argument for a raw device (device_impl.hpp).
 error_t progress_device(device_impl_t& device);
 
-// Waits until `sync` is signalled and writes its status to *out: progresses
-// `device` between looks (nullptr: only looks), idling on `host` after a look
-// that found nothing to do. `what` names the wait (a literal: the simulator's
-// deadlock report shows it). Blocking: until signalled.
-void wait_progressing(sync_impl_t& sync, status_t* out, device_impl_t* device, host_t& host,
-                      const char* what);
+// Waits until `comp` (a synchronizer or a post's waiter: test(status_t*)) is
+// signalled and writes its status to *out: progresses `device` between
+// looks (nullptr: only looks), idling on `host` after a look that found
+// nothing to do. `what` names the wait (a literal: the simulator's deadlock
+// report shows it). Blocking: until signalled.
+template <typename waitable_t>
+void wait_progressing(waitable_t& comp, status_t* out, device_impl_t* device, host_t& host,
+                      const char* what) {
+  while (!comp.test(out)) {
+    if (device == nullptr || progress_device(*device).is_retry()) host.idle(what);
+  }
+}
 
 }  // namespace lci::detail

@@ -5,7 +5,7 @@
 #include <stdexcept>
 
 #include "lci/api/lci_generated.hpp"
-#include "lci/comp/sync.hpp"
+#include "lci/comp/waiter.hpp"
 #include "lci/progress/progress.hpp"
 #include "lci/protocol/protocol.hpp"
 #include "lci/runtime/device_impl.hpp"
@@ -48,15 +48,16 @@ status_t post_now(const detail::post_args_t& args, const common_options_t& optio
 // already arrived, or returns retry and leaves nothing posted (a caller
 // that loops over it progresses anyway). Waiting progresses the device, so
 // a completion handler cannot post this way (progress() throws there).
-status_t post_waiting(const detail::post_args_t& args, const common_options_t& options) {
-  detail::sync_impl_t sync(1);
-  detail::post_args_t waited = args;
-  waited.comp = &sync;
-  waited.allow_posted = true;
-  const status_t posted = post_now(waited, options);
+// `args` is the caller's, changed here (a copy cost as much as the rest of
+// this function).
+status_t post_waiting(detail::post_args_t& args, const common_options_t& options) {
+  detail::waiter_impl_t waiter;
+  args.comp = &waiter;
+  args.allow_posted = true;
+  const status_t posted = post_now(args, options);
   if (!posted.is_posted()) return posted;  // done, or retry (allow_retry)
   status_t status;
-  detail::wait_progressing(sync, &status, args.device, args.device->runtime()->host(),
+  detail::wait_progressing(waiter, &status, args.device, args.device->runtime()->host(),
                            "a post with allow_posted = false");
   // The operation's own outcome (done, or fatal); done_backlog tells the
   // caller it waited in the backlog first, as posted_backlog would have.
@@ -66,7 +67,8 @@ status_t post_waiting(const detail::post_args_t& args, const common_options_t& o
   return status;
 }
 
-status_t post(const detail::post_args_t& args, const common_options_t& options) {
+// `args`: the caller's resolved operation; a waiting post changes it.
+status_t post(detail::post_args_t& args, const common_options_t& options) {
   const bool receive = args.direction == direction_t::IN && args.rmr.is_empty();
   if (args.allow_posted || (receive && args.allow_retry)) return post_now(args, options);
   return post_waiting(args, options);
