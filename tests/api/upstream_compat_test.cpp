@@ -111,7 +111,7 @@ TEST(UpstreamCompat, MatchingPolicyMaxIsRefused) {
   lci::sim::expect_runs_ok(1, sweep, [](lci::sim::rank_env_t&) {
     lci::g_runtime_init();
     char byte = 0;
-    EXPECT_THROW(lci::post_send_x(0, &byte, 1, 1, lci::COMP_NULL_RETRY)
+    EXPECT_THROW((void)lci::post_send_x(0, &byte, 1, 1, lci::COMP_NULL_RETRY)
                      .matching_policy(lci::matching_policy_t::max)(),
                  std::invalid_argument);
     lci::g_runtime_fina();
