@@ -36,6 +36,13 @@ inline const comp_t COMP_NULL_EXPECT_DONE_OR_RETRY = COMP_NULL_RETRY;
 // Host memory, for the mr option: the empty handle (the runtime registers
 // what it needs), as upstream's MR_HOST is.
 inline const mr_t MR_HOST{};
+// Device (GPU) memory: there is no device memory support here, so every
+// operation given it throws std::invalid_argument. A sentinel, never a
+// registration: is_empty() is true, as for MR_UNKNOWN.
+inline const mr_t MR_DEVICE{reinterpret_cast<detail::mr_impl_t*>(detail::mr_device_sentinel)};
+// Memory of unknown kind, for the runtime to detect: all memory is host
+// memory here, so it means MR_HOST.
+inline const mr_t MR_UNKNOWN{reinterpret_cast<detail::mr_impl_t*>(detail::mr_unknown_sentinel)};
 
 // Makes any post_*_x functor a graph node: the node posts the operation when
 // it runs; a posted operation completes the node when it signals the graph

@@ -27,6 +27,14 @@ using matching_entry_key_t = std::uint64_t;
 // never a valid value.
 using matching_entry_val_t = void*;
 
+namespace detail {
+// The p_impl of lci.hpp's MR_DEVICE and MR_UNKNOWN. mr_t counts 1 .. 2 as
+// empty (lci_api.def: `resource mr [sentinels=2]`), so get_impl() refuses
+// them; the runtime tells them apart with resolve_mr (lci/runtime/resolve.hpp).
+inline constexpr std::uintptr_t mr_device_sentinel = 0x1;
+inline constexpr std::uintptr_t mr_unknown_sentinel = 0x2;
+}  // namespace detail
+
 inline constexpr int ANY_SOURCE = -1;
 inline constexpr tag_t ANY_TAG = ~tag_t(0);
 inline constexpr matching_entry_val_t MATCHING_ENTRY_VAL_NULL = nullptr;

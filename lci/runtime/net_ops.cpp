@@ -89,11 +89,11 @@ detail::device_impl_t& peer_post_device(const char* op, int rank, const void* bu
 // against it).
 backend::net_mr_t local_mr(const char* op, const detail::device_impl_t& device, const void* buffer,
                            std::size_t size, mr_t mr) {
-  if (mr.is_empty()) {
+  const detail::mr_impl_t* impl = detail::resolve_mr(op, mr, &device);
+  if (impl == nullptr) {
     throw_argument(op, "mr is empty (register the buffer with register_memory on the device)");
   }
-  if (mr.p_impl->device != &device) throw_argument(op, "mr: registered with another device");
-  const backend::net_mr_t& net_mr = mr.p_impl->net_mr;
+  const backend::net_mr_t& net_mr = impl->net_mr;
   const auto start = reinterpret_cast<std::uintptr_t>(buffer);
   const auto base = reinterpret_cast<std::uintptr_t>(net_mr.base);
   // Subtractions only: no sum of user values can wrap.

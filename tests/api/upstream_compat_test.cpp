@@ -4,13 +4,40 @@
 // (global_initialize, get/set_g_default_attr) on the simulated network.
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <cstring>
 #include <stdexcept>
+#include <string>
+#include <vector>
 
 #include "lci.hpp"
 #include "sim/sim_harness_gtest.hpp"
 
 namespace {
+
+// Runs `body` as one simulated rank, once.
+template <typename body_t>
+void on_one_rank(body_t body) {
+  lci::sim::sweep_t sweep;
+  sweep.seeds_count = 1;
+  sweep.concurrent = false;
+  lci::sim::expect_runs_ok(1, sweep, [&body](lci::sim::rank_env_t&) { body(); });
+}
+
+// Expects `call` to throw std::invalid_argument whose message holds every
+// one of `fragments`.
+template <typename call_t>
+void expect_refused(call_t call, std::initializer_list<const char*> fragments) {
+  try {
+    call();
+    ADD_FAILURE() << "not refused";
+  } catch (const std::invalid_argument& error) {
+    for (const char* fragment : fragments) {
+      EXPECT_NE(std::string(error.what()).find(fragment), std::string::npos)
+          << error.what() << " lacks " << fragment;
+    }
+  }
+}
 
 // A graph node function in upstream's style: returns an errorcode_t.
 lci::status_t node_done(void*) { return lci::errorcode_t::done; }
@@ -105,10 +132,7 @@ TEST(UpstreamCompat, OptionType) {
 // The boundary marker of matching_policy_t is no policy: a post naming it is
 // refused.
 TEST(UpstreamCompat, MatchingPolicyMaxIsRefused) {
-  lci::sim::sweep_t sweep;
-  sweep.seeds_count = 1;
-  sweep.concurrent = false;
-  lci::sim::expect_runs_ok(1, sweep, [](lci::sim::rank_env_t&) {
+  on_one_rank([] {
     lci::g_runtime_init();
     char byte = 0;
     EXPECT_THROW(lci::post_send_x(0, &byte, 1, 1, lci::COMP_NULL_RETRY)
@@ -123,10 +147,7 @@ TEST(UpstreamCompat, MatchingPolicyMaxIsRefused) {
 TEST(UpstreamCompat, NetLockModeFlags) {
   EXPECT_EQ(lci::LCI_NET_LOCK_ALL, lci::LCI_NET_TRYLOCK_SEND | lci::LCI_NET_TRYLOCK_RECV |
                                        lci::LCI_NET_TRYLOCK_POLL | lci::LCI_NET_LOCK_MR);
-  lci::sim::sweep_t sweep;
-  sweep.seeds_count = 1;
-  sweep.concurrent = false;
-  lci::sim::expect_runs_ok(1, sweep, [](lci::sim::rank_env_t&) {
+  on_one_rank([] {
     lci::g_runtime_init();
     EXPECT_THROW(lci::alloc_device_x().ofi_lock_mode(lci::LCI_NET_LOCK_ALL)(),
                  std::invalid_argument);
@@ -142,10 +163,7 @@ TEST(UpstreamCompat, GlobalFinalizeWithoutInitializeThrows) {
 // still wins, and get_g_default_attr reads back every value set; restoring
 // the defaults read first leaves the process as it was.
 TEST(UpstreamCompat, GlobalDefaultAttributes) {
-  lci::sim::sweep_t sweep;
-  sweep.seeds_count = 1;
-  sweep.concurrent = false;
-  lci::sim::expect_runs_ok(1, sweep, [](lci::sim::rank_env_t&) {
+  on_one_rank([] {
     const lci::global_attr_t before = lci::get_g_default_attr();
     lci::global_attr_t changed = before;
     changed.npackets = 48;
@@ -199,6 +217,68 @@ TEST(UpstreamCompat, GlobalInitializeGivesRanks) {
     lci::barrier();
     lci::g_runtime_fina();
     lci::global_finalize();
+  });
+}
+
+// MR_HOST and MR_UNKNOWN (all memory is host memory here) post like no
+// registration; MR_DEVICE is refused by every operation that takes an mr.
+TEST(UpstreamCompat, MemoryRegistrationSentinels) {
+  EXPECT_TRUE(lci::MR_HOST.is_empty());
+  EXPECT_TRUE(lci::MR_DEVICE.is_empty());
+  EXPECT_TRUE(lci::MR_UNKNOWN.is_empty());
+  EXPECT_NE(lci::MR_DEVICE, lci::MR_UNKNOWN);
+  EXPECT_THROW((void)lci::MR_DEVICE.get_impl(), std::invalid_argument);
+  on_one_rank([] {
+    lci::g_runtime_init();
+    char sent[16] = "sentinel";
+    char received[16] = {};
+    lci::status_t send =
+        lci::post_send_x(0, sent, sizeof(sent), 3, lci::COMP_NULL).mr(lci::MR_UNKNOWN)();
+    EXPECT_TRUE(send.is_done());
+    lci::status_t recv = lci::post_recv(0, received, sizeof(received), 3, lci::COMP_NULL);
+    EXPECT_TRUE(recv.is_done());
+    EXPECT_STREQ(received, "sentinel");
+
+    const std::initializer_list<const char*> device_memory = {"mr = MR_DEVICE",
+                                                              "no device (GPU) memory"};
+    expect_refused(
+        [&] {
+          (void)lci::post_send_x(0, sent, sizeof(sent), 3, lci::COMP_NULL).mr(lci::MR_DEVICE)();
+        },
+        device_memory);
+    lci::mr_t mr = lci::register_memory(received, sizeof(received));
+    const lci::rmr_t rmr = lci::get_rmr(mr);
+    expect_refused(
+        [&] {
+          (void)lci::post_put_x(0, sent, sizeof(sent), lci::COMP_NULL, 0, rmr)
+              .mr(lci::MR_DEVICE)();
+        },
+        device_memory);
+    const lci::buffers_t buffers = {{sent, 4}, {sent + 4, 4}};
+    expect_refused(
+        [&] {
+          (void)lci::post_send_x(0, nullptr, 0, 3, lci::COMP_NULL)
+              .local_buffers(buffers)
+              .mr(lci::MR_DEVICE)();
+        },
+        device_memory);
+    expect_refused([&] { (void)lci::get_rmr(lci::MR_DEVICE); }, device_memory);
+    lci::mr_t device_mr = lci::MR_DEVICE;
+    expect_refused([&] { lci::deregister_memory(&device_mr); }, device_memory);
+    lci::mr_t unknown_mr = lci::MR_UNKNOWN;
+    expect_refused([&] { lci::deregister_memory(&unknown_mr); }, {"mr is empty"});
+    expect_refused([&] { (void)lci::get_rmr(lci::MR_UNKNOWN); }, {"mr is empty"});
+    lci::deregister_memory(&mr);
+    lci::g_runtime_fina();
+
+    // The raw network layer needs a registration: MR_DEVICE is refused as
+    // above, MR_UNKNOWN as no registration.
+    lci::g_runtime_init_x().alloc_default_packet_pool(false)();
+    expect_refused([&] { (void)lci::net_post_send(0, sent, sizeof(sent), lci::MR_DEVICE); },
+                   device_memory);
+    expect_refused([&] { (void)lci::net_post_send(0, sent, sizeof(sent), lci::MR_UNKNOWN); },
+                   {"net_post_send", "mr is empty"});
+    lci::g_runtime_fina();
   });
 }
 

@@ -271,6 +271,15 @@ TEST(GeneratedHeaderTest, EmptyHandlesAreRefused) {
   }
   EXPECT_THROW((void)comp_t().get_impl(), std::invalid_argument);
   EXPECT_THROW((void)mr_t().get_impl(), std::invalid_argument);
+  // mr_t's sentinels (lci.hpp's MR_DEVICE, MR_UNKNOWN) are empty too, so
+  // get_impl() never hands them out; 3 is the first real pointer value.
+  for (std::uintptr_t sentinel : {detail::mr_device_sentinel, detail::mr_unknown_sentinel}) {
+    const mr_t mr(reinterpret_cast<detail::mr_impl_t*>(sentinel));
+    EXPECT_TRUE(mr.is_empty());
+    EXPECT_THROW((void)mr.get_impl(), std::invalid_argument);
+  }
+  EXPECT_FALSE(mr_t(reinterpret_cast<detail::mr_impl_t*>(std::uintptr_t{3})).is_empty());
+  EXPECT_FALSE(device_t(reinterpret_cast<detail::device_impl_t*>(std::uintptr_t{1})).is_empty());
   EXPECT_TRUE(runtime_t() == runtime_t());
 }
 
