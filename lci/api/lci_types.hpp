@@ -27,6 +27,11 @@ using matching_entry_key_t = std::uint64_t;
 // never a valid value.
 using matching_entry_val_t = void*;
 
+// The name of a resource allocated without one (the `name` attribute's
+// default), as upstream's. Defined in lci_types.cpp; a program may point it
+// elsewhere before allocating (each allocation copies the pointer).
+extern const char* DEFAULT_NAME;
+
 namespace detail {
 // The p_impl of lci.hpp's MR_DEVICE and MR_UNKNOWN. mr_t counts 1 .. 2 as
 // empty (lci_api.def: `resource mr [sentinels=2]`), so get_impl() refuses

@@ -220,6 +220,27 @@ TEST(UpstreamCompat, GlobalInitializeGivesRanks) {
   });
 }
 
+// Resources allocated without a name are named DEFAULT_NAME ("unnamed").
+TEST(UpstreamCompat, DefaultName) {
+  EXPECT_STREQ(lci::DEFAULT_NAME, "unnamed");
+  on_one_rank([] {
+    lci::runtime_t runtime = lci::g_runtime_init();
+    EXPECT_EQ(runtime.get_attr_name(), lci::DEFAULT_NAME);
+    EXPECT_EQ(lci::get_default_net_context().get_attr_name(), lci::DEFAULT_NAME);
+    EXPECT_EQ(lci::get_default_device().get_attr_name(), lci::DEFAULT_NAME);
+    EXPECT_EQ(lci::get_default_endpoint().get_attr_name(), lci::DEFAULT_NAME);
+    EXPECT_EQ(lci::get_default_packet_pool().get_attr_name(), lci::DEFAULT_NAME);
+    EXPECT_EQ(lci::get_default_matching_engine().get_attr_name(), lci::DEFAULT_NAME);
+    lci::comp_t sync = lci::alloc_sync();
+    EXPECT_EQ(sync.get_attr_name(), lci::DEFAULT_NAME);
+    lci::comp_t named = lci::alloc_sync_x().name("mine")();
+    EXPECT_STREQ(named.get_attr_name(), "mine");
+    lci::free_comp(&sync);
+    lci::free_comp(&named);
+    lci::g_runtime_fina();
+  });
+}
+
 // MR_HOST and MR_UNKNOWN (all memory is host memory here) post like no
 // registration; MR_DEVICE is refused by every operation that takes an mr.
 TEST(UpstreamCompat, MemoryRegistrationSentinels) {

@@ -186,7 +186,8 @@ TEST(GeneratedHeaderTest, DefaultAttributesMatchTheDescription) {
   EXPECT_TRUE(runtime.alloc_default_device);
   EXPECT_TRUE(runtime.alloc_default_packet_pool);
   EXPECT_TRUE(runtime.alloc_default_matching_engine);
-  EXPECT_EQ(runtime.name, nullptr);
+  EXPECT_STREQ(runtime.name, "unnamed");
+  EXPECT_EQ(runtime.name, DEFAULT_NAME);
   EXPECT_EQ(runtime.device_name, "");
   EXPECT_EQ(runtime.backend, attr_backend_t::none);
 
