@@ -262,6 +262,10 @@ class net_context_t {
   // refuses overlapping device allocations with a clear error.
   virtual std::unique_ptr<net_device_t> alloc_device(
       const net_device_attr_t& requested) = 0;
+  // Whether this network's devices have put-with-immediate (every device's
+  // net_device_attr_t::supports_put_imm equals it); read before any device
+  // exists, to resolve the runtime's rdv_protocol.
+  virtual bool supports_put_imm() const = 0;
 };
 
 }  // namespace lci::backend

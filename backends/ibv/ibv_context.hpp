@@ -64,6 +64,8 @@ class ibv_context_t final : public backend::net_context_t {
   int rank_n() const override { return ranks_count_; }
   std::unique_ptr<backend::net_device_t> alloc_device(
       const backend::net_device_attr_t& requested) override;
+  // RDMA write with immediate is part of every verbs device.
+  bool supports_put_imm() const override { return true; }
 
   verbs_t& verbs() const { return verbs_; }
   ibv_context* context() const { return context_; }

@@ -220,6 +220,52 @@ TEST(UpstreamCompat, GlobalInitializeGivesRanks) {
   });
 }
 
+// rdv_protocol defaults to auto_select, which the runtime resolves when it
+// is allocated: the simulated network has put-with-immediate, so writeimm.
+// An explicit choice stays (LCI_ATTR_RDV_PROTOCOL: generated_header_test).
+TEST(UpstreamCompat, RdvProtocolAutoSelect) {
+  on_one_rank([] {
+    lci::runtime_t runtime = lci::g_runtime_init();
+    EXPECT_EQ(runtime.get_attr_rdv_protocol(), lci::attr_rdv_protocol_t::writeimm);
+    EXPECT_TRUE(lci::get_default_net_context().get_attr_support_putimm());
+    // A rendezvous message (over the packet size) travels with it; the
+    // send waits inside the post (COMP_NULL), progressing the receive too.
+    std::vector<char> sent(64 * 1024, 'r');
+    std::vector<char> received(sent.size(), 0);
+    lci::comp_t sync = lci::alloc_sync();
+    lci::status_t recv = lci::post_recv(0, received.data(), received.size(), 9, sync);
+    lci::status_t send = lci::post_send(0, sent.data(), sent.size(), 9, lci::COMP_NULL);
+    EXPECT_TRUE(send.is_done());
+    if (recv.is_posted()) lci::sync_wait(sync, &recv);
+    EXPECT_EQ(received, sent);
+    lci::free_comp(&sync);
+    lci::runtime_t chosen =
+        lci::alloc_runtime_x().rdv_protocol(lci::attr_rdv_protocol_t::write)();
+    EXPECT_EQ(chosen.get_attr_rdv_protocol(), lci::attr_rdv_protocol_t::write);
+    lci::free_runtime(&chosen);
+    lci::g_runtime_fina();
+  });
+}
+
+// comp_type reports which allocation made a completion object.
+TEST(UpstreamCompat, CompTypeIsReported) {
+  on_one_rank([] {
+    lci::g_runtime_init();
+    std::vector<lci::comp_t> comps = {lci::alloc_sync(), lci::alloc_counter(), lci::alloc_cq(),
+                                      lci::alloc_handler([](lci::status_t) {}),
+                                      lci::alloc_graph()};
+    const lci::attr_comp_type_t expected[] = {
+        lci::attr_comp_type_t::sync, lci::attr_comp_type_t::counter, lci::attr_comp_type_t::cq,
+        lci::attr_comp_type_t::handler, lci::attr_comp_type_t::graph};
+    for (std::size_t i = 0; i < comps.size(); ++i) {
+      EXPECT_EQ(comps[i].get_attr_comp_type(), expected[i]) << i;
+      EXPECT_EQ(comps[i].get_attr().comp_type, expected[i]) << i;
+    }
+    for (lci::comp_t& comp : comps) lci::free_comp(&comp);
+    lci::g_runtime_fina();
+  });
+}
+
 // Resources allocated without a name are named DEFAULT_NAME ("unnamed").
 TEST(UpstreamCompat, DefaultName) {
   EXPECT_STREQ(lci::DEFAULT_NAME, "unnamed");
@@ -299,6 +345,70 @@ TEST(UpstreamCompat, MemoryRegistrationSentinels) {
                    device_memory);
     expect_refused([&] { (void)lci::net_post_send(0, sent, sizeof(sent), lci::MR_UNKNOWN); },
                    {"net_post_send", "mr is empty"});
+    lci::g_runtime_fina();
+  });
+}
+
+// Output attributes: uids number devices and endpoints in allocation order;
+// get_attr() gives the whole struct, under upstream's names too.
+TEST(UpstreamCompat, OutputAttributes) {
+  on_one_rank([] {
+    lci::runtime_t runtime = lci::g_runtime_init();
+    // The limits are the real ones: a put with a remote completion takes
+    // max_imm_tag and refuses one more; a send likewise with max_tag.
+    EXPECT_EQ(runtime.get_attr_max_imm_rcomp(), (1u << runtime.get_attr_imm_nbits_rcomp()) - 1);
+    const std::uint64_t max_imm_tag = runtime.get_attr_max_imm_tag();
+    EXPECT_EQ(max_imm_tag, (1u << (28 - runtime.get_attr_imm_nbits_rcomp())) - 1);
+    EXPECT_EQ(runtime.get_attr_max_tag(), 0xffffffffu);
+    EXPECT_EQ(runtime.get_attr_max_rcomp(), 0xffffffffu);
+    std::uint64_t word = 0;
+    lci::mr_t mr = lci::register_memory(&word, sizeof(word));
+    const lci::rmr_t rmr = lci::get_rmr(mr);
+    lci::comp_t counter = lci::alloc_counter();
+    const lci::rcomp_t rcomp = lci::register_rcomp(counter);
+    const std::uint64_t one = 1;
+    EXPECT_TRUE(lci::post_put_x(0, const_cast<std::uint64_t*>(&one), sizeof(one), lci::COMP_NULL,
+                                0, rmr)
+                    .remote_comp(rcomp)
+                    .tag(max_imm_tag)()
+                    .is_done());
+    expect_refused(
+        [&] {
+          (void)lci::post_put_x(0, const_cast<std::uint64_t*>(&one), sizeof(one), lci::COMP_NULL,
+                                0, rmr)
+              .remote_comp(rcomp)
+              .tag(max_imm_tag + 1)();
+        },
+        {"does not fit the immediate data"});
+    // A send and its receive at max_tag match; a receive above it is
+    // refused (its matching key has no room for the tag).
+    char byte = 'm';
+    char got = 0;
+    const lci::tag_t max_tag = runtime.get_attr_max_tag();
+    EXPECT_TRUE(lci::post_send(0, &byte, 1, max_tag, lci::COMP_NULL).is_done());
+    EXPECT_TRUE(lci::post_recv(0, &got, 1, max_tag, lci::COMP_NULL).is_done());
+    EXPECT_EQ(got, 'm');
+    expect_refused([&] { (void)lci::post_recv(0, &got, 1, max_tag + 1, lci::COMP_NULL_RETRY); },
+                   {"tag"});
+    while (lci::counter_get(counter) < 1) lci::progress();
+    lci::deregister_rcomp(rcomp);
+    lci::free_comp(&counter);
+    lci::deregister_memory(&mr);
+    lci::device_t first = lci::get_default_device();
+    lci::device_t second = lci::alloc_device();
+    EXPECT_GE(first.get_attr_uid(), 0);
+    EXPECT_GT(second.get_attr_uid(), first.get_attr_uid());
+    const lci::device_t::attr_t attr = second.get_attr();
+    EXPECT_EQ(attr.uid, second.get_attr_uid());
+    const lci::device_attr_t& same = attr;
+    EXPECT_EQ(same.net_max_sends, second.get_attr_net_max_sends());
+    lci::endpoint_t endpoint = lci::alloc_endpoint_x().device(second)();
+    EXPECT_GT(endpoint.get_attr_uid(), lci::get_default_endpoint().get_attr_uid());
+    lci::free_endpoint(&endpoint);
+    lci::free_device(&second);
+    lci::net_context_t context = lci::alloc_net_context();
+    EXPECT_TRUE(context.get_attr_support_putimm());
+    lci::free_net_context(&context);
     lci::g_runtime_fina();
   });
 }
