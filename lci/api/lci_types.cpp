@@ -3,5 +3,6 @@
 namespace lci {
 
 const char* DEFAULT_NAME = "unnamed";
+allocator_default_t g_allocator_default;
 
 }  // namespace lci

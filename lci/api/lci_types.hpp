@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -252,5 +253,15 @@ class allocator_base_t {
   virtual void* allocate(std::size_t size) = 0;
   virtual void deallocate(void* ptr) = 0;
 };
+
+// The allocator in force until set_allocator installs another (and again
+// after set_allocator(nullptr)): malloc and free. A zero-byte request gets
+// a one-byte block, so an empty active message still has a buffer to free.
+struct allocator_default_t : public allocator_base_t {
+  void* allocate(std::size_t size) override { return std::malloc(size == 0 ? 1 : size); }
+  void deallocate(void* ptr) override { std::free(ptr); }
+};
+// The process's default allocator (what get_allocator() returns first).
+extern allocator_default_t g_allocator_default;
 
 }  // namespace lci

@@ -413,4 +413,18 @@ TEST(UpstreamCompat, OutputAttributes) {
   });
 }
 
+// The default allocator is upstream's g_allocator_default, and comes back
+// after set_allocator(nullptr).
+TEST(UpstreamCompat, DefaultAllocator) {
+  EXPECT_EQ(lci::get_allocator(), &lci::g_allocator_default);
+  lci::allocator_default_t mine;
+  lci::set_allocator(&mine);
+  EXPECT_EQ(lci::get_allocator(), &mine);
+  lci::set_allocator(nullptr);
+  EXPECT_EQ(lci::get_allocator(), &lci::g_allocator_default);
+  void* block = lci::g_allocator_default.allocate(0);
+  EXPECT_NE(block, nullptr);
+  lci::g_allocator_default.deallocate(block);
+}
+
 }  // namespace
