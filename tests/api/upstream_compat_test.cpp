@@ -413,6 +413,28 @@ TEST(UpstreamCompat, OutputAttributes) {
   });
 }
 
+// graph_add_node_op takes any functor: a post_*_x (status_t), one returning
+// errorcode_t, or one returning nothing; the last two complete their node
+// when they return.
+TEST(UpstreamCompat, GraphNodeOfAnyFunctor) {
+  on_one_rank([] {
+    lci::g_runtime_init();
+    int runs = 0;
+    lci::comp_t graph = lci::alloc_graph();
+    lci::graph_node_t code = lci::graph_add_node_op(graph, [&runs]() -> lci::errorcode_t {
+      ++runs;
+      return lci::errorcode_t::done;
+    });
+    lci::graph_node_t plain = lci::graph_add_node_op(graph, [&runs]() { ++runs; });
+    lci::graph_add_edge(graph, code, plain);
+    lci::graph_start(graph);
+    while (!lci::graph_test(graph).is_done()) lci::progress();
+    EXPECT_EQ(runs, 2);
+    lci::free_comp(&graph);
+    lci::g_runtime_fina();
+  });
+}
+
 // The default allocator is upstream's g_allocator_default, and comes back
 // after set_allocator(nullptr).
 TEST(UpstreamCompat, DefaultAllocator) {
