@@ -16,6 +16,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "lci/api/lci_config.hpp"
 #include "lci/api/lci_generated.hpp"
 #include "lci/api/lci_types.hpp"
 #include "lci/runtime/global_attr.hpp"

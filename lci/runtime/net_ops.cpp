@@ -19,6 +19,7 @@
 #include <string>
 
 #include "backends/backend.hpp"
+#include "lci/api/lci_config.hpp"
 #include "lci/api/lci_generated.hpp"
 #include "lci/api/lci_types.hpp"
 #include "lci/protocol/protocol.hpp"
@@ -43,7 +44,7 @@ namespace {
 
 // Completions moved per backend poll; net_poll_cq polls again while the
 // network fills whole batches and the caller has room.
-constexpr std::size_t poll_batch_max = 16;
+constexpr std::size_t poll_batch_max = LCI_BACKEND_MAX_POLLS;
 
 [[noreturn]] void throw_argument(const char* op, const std::string& what) {
   throw std::invalid_argument(std::string(op) + ": " + what);

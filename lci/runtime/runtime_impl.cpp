@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "lci/api/lci_config.hpp"
 #include "lci/collective/barrier.hpp"
 #include "lci/comp/graph.hpp"
 #include "lci/matching/matching_key.hpp"
@@ -13,8 +14,12 @@
 #include "lci/runtime/device_impl.hpp"
 #include "lci/runtime/unsupported_attrs.hpp"
 #include "lci/util/assert.hpp"
+#include "lci/util/cache.hpp"
 
 namespace lci::detail {
+
+static_assert(LCI_CACHE_LINE == util::cache_line_bytes,
+              "lci_config.hpp's LCI_CACHE_LINE is the line the runtime pads to");
 
 namespace {
 
@@ -34,7 +39,7 @@ struct sizing_t {
 };
 sizing_t sizing_for(bool simulated) {
   if (simulated) return {8192, 256, 1024, 1024, 1024, 1024, 1024};
-  return {8192, 8192, 65536, 65536, 16384, 16384, 4096};
+  return {LCI_PACKET_SIZE_DEFAULT, LCI_PACKET_NUM_DEFAULT, 65536, 65536, 16384, 16384, 4096};
 }
 
 // What every net context (the runtime's default one too) must pass: a

@@ -449,4 +449,22 @@ TEST(UpstreamCompat, DefaultAllocator) {
   lci::g_allocator_default.deallocate(block);
 }
 
+// lci_config.hpp's macros, through lci.hpp, as upstream's programs use them:
+// the version, the default packet size, a statuses array for net_poll_cq.
+TEST(UpstreamCompat, ConfigMacros) {
+  static_assert(LCI_VERSION_HEX == 0x020000);
+  EXPECT_STREQ(LCI_VERSION_STRING, "2.0.0");
+  static_assert(!LCI_WITH_SHM && !LCI_USE_REG_CACHE);
+  on_one_rank([] {
+    lci::g_runtime_init();
+    EXPECT_EQ(lci::get_default_packet_pool().get_attr_packet_size(),
+              std::size_t{LCI_PACKET_SIZE_DEFAULT});
+    lci::g_runtime_fina();
+    lci::g_runtime_init_x().alloc_default_packet_pool(false)();
+    lci::net_status_t statuses[LCI_BACKEND_MAX_POLLS];
+    EXPECT_EQ(lci::net_poll_cq(LCI_BACKEND_MAX_POLLS, statuses), 0u);
+    lci::g_runtime_fina();
+  });
+}
+
 }  // namespace
