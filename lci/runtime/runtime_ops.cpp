@@ -306,6 +306,15 @@ mr_t register_memory_x::call_impl(void* address, std::size_t size, device_t devi
   detail::runtime_impl_t& rt = resolve_runtime(runtime);
   detail::device_impl_t& d = detail::resolve_device(rt, device);
   if (address == nullptr) throw std::invalid_argument("register_memory: address = nullptr");
+  // Refused before a registration is taken from the device's share. A
+  // region of no bytes has nothing a peer could address, and get_rmr could
+  // only describe it with size 0, which rmr_t reserves for "unknown, not
+  // checked" (lci_types.hpp): a peer's puts through it would go unchecked.
+  if (size == 0) {
+    throw std::invalid_argument(
+        "register_memory: size = 0: a registration covers at least one byte (a post of "
+        "size 0 needs no mr)");
+  }
   backend::net_mr_t net_mr;
   // A refusal may be transient (registrations freed by operations that
   // complete during progress): retry a bounded number of times first.

@@ -467,4 +467,21 @@ TEST(UpstreamCompat, ConfigMacros) {
   });
 }
 
+// register_memory(ptr, 0) is refused (an rmr_t of size 0 would mean
+// "unchecked"), and a refusal holds no registration: refusing more of them
+// than the device may hold at once leaves registering possible.
+TEST(UpstreamCompat, ZeroSizeRegistrationIsRefused) {
+  on_one_rank([] {
+    lci::g_runtime_init();
+    char byte = 0;
+    for (int i = 0; i < 64; ++i) {
+      expect_refused([&] { (void)lci::register_memory(&byte, 0); }, {"register_memory", "size = 0"});
+    }
+    lci::mr_t mr = lci::register_memory(&byte, 1);
+    EXPECT_EQ(lci::get_rmr(mr).size, 1u);
+    lci::deregister_memory(&mr);
+    lci::g_runtime_fina();
+  });
+}
+
 }  // namespace
