@@ -283,6 +283,10 @@ class net_context_t {
       const net_device_attr_t& requested) = 0;
   // Whether its devices act on net_device_attr_t::ibv (a verbs backend).
   virtual bool reads_ibv_attr() const { return false; }
+  // Whether this network's devices have put-with-immediate (every device's
+  // net_device_attr_t::supports_put_imm equals it); read before any device
+  // exists, to resolve the runtime's rdv_protocol.
+  virtual bool supports_put_imm() const = 0;
 };
 
 }  // namespace lci::backend

@@ -13,8 +13,10 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <vector>
 
+#include "lci/api/lci_config.hpp"
 #include "lci/api/lci_generated.hpp"
 #include "lci/api/lci_types.hpp"
 #include "lci/runtime/global_attr.hpp"
@@ -36,19 +38,46 @@ inline const comp_t COMP_NULL_EXPECT_DONE_OR_RETRY = COMP_NULL_RETRY;
 // Host memory, for the mr option: the empty handle (the runtime registers
 // what it needs), as upstream's MR_HOST is.
 inline const mr_t MR_HOST{};
+// Device (GPU) memory: there is no device memory support here, so every
+// operation given it throws std::invalid_argument. A sentinel, never a
+// registration: is_empty() is true, as for MR_UNKNOWN.
+inline const mr_t MR_DEVICE{reinterpret_cast<detail::mr_impl_t*>(detail::mr_device_sentinel)};
+// Memory of unknown kind, for the runtime to detect: all memory is host
+// memory here, so it means MR_HOST.
+inline const mr_t MR_UNKNOWN{reinterpret_cast<detail::mr_impl_t*>(detail::mr_unknown_sentinel)};
 
-// Makes any post_*_x functor a graph node: the node posts the operation when
-// it runs; a posted operation completes the node when it signals the graph
-// (give the graph as the functor's local completion object).
+namespace detail {
+// Whether op_t has a user_context(void*) setter (the post_*_x functors do).
+template <typename op_t, typename = void>
+struct has_user_context_t : std::false_type {};
+template <typename op_t>
+struct has_user_context_t<op_t, std::void_t<decltype(std::declval<op_t&>().user_context(
+                                    static_cast<void*>(nullptr)))>> : std::true_type {};
+}  // namespace detail
+
+// Makes a functor a graph node run when the node runs. A post_*_x functor
+// (returning status_t) is given the node as its user_context: a posted
+// operation completes the node when it signals the graph (give the graph as
+// the functor's local completion object). A functor returning errorcode_t
+// completes the node with that code; one returning anything else (void,
+// say) completes it when it returns. The graph owns the copy of `op`.
 template <typename op_t>
 graph_node_t graph_add_node_op(comp_t graph, const op_t& op) {
+  using result_t = std::invoke_result_t<op_t&>;
   auto* copy = new op_t(op);
   graph_node_t node = graph_add_node_x(graph, [](void* value) -> status_t {
-                        return (*static_cast<op_t*>(value))();
+                        op_t& run = *static_cast<op_t*>(value);
+                        if constexpr (std::is_same_v<result_t, status_t> ||
+                                      std::is_same_v<result_t, errorcode_t>) {
+                          return run();
+                        } else {
+                          run();
+                          return errorcode_t::done;
+                        }
                       })
                           .value(copy)
                           .free_cb([](void* value) { delete static_cast<op_t*>(value); })();
-  copy->user_context(node);
+  if constexpr (detail::has_user_context_t<op_t>::value) copy->user_context(node);
   return node;
 }
 

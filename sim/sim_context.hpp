@@ -32,6 +32,7 @@ class sim_context_t final : public backend::net_context_t {
   // is always true; inject_size_max and max_msg_size are capped by the world.
   std::unique_ptr<backend::net_device_t> alloc_device(
       const backend::net_device_attr_t& requested) override;
+  bool supports_put_imm() const override { return true; }
   world_t& world() const { return world_; }
 
  private:

@@ -58,6 +58,8 @@ class ibv_context_t final : public backend::net_context_t {
   std::unique_ptr<backend::net_device_t> alloc_device(
       const backend::net_device_attr_t& requested) override;
   bool reads_ibv_attr() const override { return true; }
+  // RDMA write with immediate is part of every verbs device.
+  bool supports_put_imm() const override { return true; }
 
   verbs_t& verbs() const { return verbs_; }
   ibv_context* context() const { return context_; }

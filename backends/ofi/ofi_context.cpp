@@ -235,4 +235,8 @@ std::unique_ptr<backend::net_device_t> ofi_context_t::alloc_device(
   return device;
 }
 
+bool put_imm_capable(const fi_info* info) {
+  return info->domain_attr->cq_data_size >= sizeof(std::uint64_t);
+}
+
 }  // namespace lci::backends::ofi

@@ -57,6 +57,10 @@ namespace lci::backends::ofi {
 // Tried in order when no provider is named.
 inline constexpr const char* default_provider_names[] = {"shm", "tcp;ofi_rxm"};
 
+// Whether devices opened from `info` have put-with-immediate: the CQ data
+// carries 64 bits (the immediate value and the length such a put reports).
+bool put_imm_capable(const fi_info* info);
+
 class ofi_context_t final : public backend::net_context_t {
  public:
   // device_name: "", an interface or an IPv4 address (see above).
@@ -72,6 +76,7 @@ class ofi_context_t final : public backend::net_context_t {
   // ofi_device.hpp); larger values are capped by the provider's limits.
   std::unique_ptr<backend::net_device_t> alloc_device(
       const backend::net_device_attr_t& requested) override;
+  bool supports_put_imm() const override { return put_imm_capable(info_.get()); }
 
   // The provider in use, as libfabric names it ("shm", "tcp;ofi_rxm").
   const std::string& provider_name() const { return provider_name_; }

@@ -18,6 +18,7 @@
 
 #include "backends/ofi/detail/ofi_check.hpp"
 #include "backends/ofi/detail/ofi_device_impl.hpp"
+#include "backends/ofi/ofi_context.hpp"
 #include "lci/util/assert.hpp"
 
 namespace lci::backends::ofi {
@@ -69,7 +70,7 @@ net_device_attr_t resolve_attr(const fi_info* info, const net_device_attr_t& req
   attr.inject_size_max = std::min({pick(requested.inject_size_max, inject_size_cap),
                                    info->tx_attr->inject_size, inject_size_cap});
   // The length travels in the upper 32 bits of the CQ data.
-  attr.supports_put_imm = info->domain_attr->cq_data_size >= sizeof(std::uint64_t);
+  attr.supports_put_imm = put_imm_capable(info);
   // Only providers without FI_MR_LOCAL are accepted (ofi_context.hpp): a
   // null descriptor is valid for every local buffer.
   attr.requires_local_mr = false;

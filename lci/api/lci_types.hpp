@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -26,6 +27,19 @@ using matching_entry_key_t = std::uint64_t;
 // unexpected-send packet); the engine never dereferences it. nullptr is
 // never a valid value.
 using matching_entry_val_t = void*;
+
+// The name of a resource allocated without one (the `name` attribute's
+// default), as upstream's. Defined in lci_types.cpp; a program may point it
+// elsewhere before allocating (each allocation copies the pointer).
+extern const char* DEFAULT_NAME;
+
+namespace detail {
+// The p_impl of lci.hpp's MR_DEVICE and MR_UNKNOWN. mr_t counts 1 .. 2 as
+// empty (lci_api.def: `resource mr [sentinels=2]`), so get_impl() refuses
+// them; the runtime tells them apart with resolve_mr (lci/runtime/resolve.hpp).
+inline constexpr std::uintptr_t mr_device_sentinel = 0x1;
+inline constexpr std::uintptr_t mr_unknown_sentinel = 0x2;
+}  // namespace detail
 
 inline constexpr int ANY_SOURCE = -1;
 inline constexpr tag_t ANY_TAG = ~tag_t(0);
@@ -239,5 +253,15 @@ class allocator_base_t {
   virtual void* allocate(std::size_t size) = 0;
   virtual void deallocate(void* ptr) = 0;
 };
+
+// The allocator in force until set_allocator installs another (and again
+// after set_allocator(nullptr)): malloc and free. A zero-byte request gets
+// a one-byte block, so an empty active message still has a buffer to free.
+struct allocator_default_t : public allocator_base_t {
+  void* allocate(std::size_t size) override { return std::malloc(size == 0 ? 1 : size); }
+  void deallocate(void* ptr) override { std::free(ptr); }
+};
+// The process's default allocator (what get_allocator() returns first).
+extern allocator_default_t g_allocator_default;
 
 }  // namespace lci

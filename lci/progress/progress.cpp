@@ -5,6 +5,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "lci/api/lci_config.hpp"
 #include "lci/protocol/arrival.hpp"
 #include "lci/protocol/control.hpp"
 #include "lci/protocol/protocol.hpp"
@@ -15,7 +16,8 @@ namespace lci::detail {
 
 namespace {
 
-constexpr std::size_t poll_batch_max = 16;
+// Completions one progress() call takes from the network.
+constexpr std::size_t poll_batch_max = LCI_BACKEND_MAX_POLLS;
 
 // One batch of completions, left uninitialised: poll_comp writes every
 // status it returns (backends/backend.hpp), and filling the batch with

@@ -92,11 +92,8 @@ detail::post_args_t resolve(direction_t direction, int rank, void* local_buffer,
   // callers that need one resolve it with matching_engine_of().
   args.comp = detail::resolve_comp(local_comp);
   args.comp_semantic = options.comp_semantic;
-  if (!options.mr.is_empty()) {
-    if (options.mr.p_impl->device != args.device) {
-      throw std::invalid_argument("mr: registered with another device");
-    }
-    args.mr = options.mr.p_impl->net_mr;
+  if (const detail::mr_impl_t* mr = detail::resolve_mr("post_*", options.mr, args.device)) {
+    args.mr = mr->net_mr;
   }
   args.user_context = options.user_context;
   args.allow_done = options.allow_done;

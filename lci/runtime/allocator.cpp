@@ -1,6 +1,5 @@
 #include "lci/runtime/allocator.hpp"
 
-#include <cstdlib>
 #include <new>
 
 #include "lci/util/atomic.hpp"
@@ -10,26 +9,23 @@ namespace lci::detail {
 namespace {
 // acquire/release: an allocator installed by one thread is fully built
 // when another thread's allocation calls it.
-util::atomic<allocator_base_t*> g_allocator{nullptr};
+// Never nullptr: set_user_allocator(nullptr) puts the default back.
+util::atomic<allocator_base_t*> g_allocator{&g_allocator_default};
 }  // namespace
 
 void* allocate_user_buffer(std::size_t size) {
-  allocator_base_t* allocator = g_allocator.load(util::mo_acquire);
-  void* buffer = allocator != nullptr ? allocator->allocate(size) : std::malloc(size == 0 ? 1 : size);
+  void* buffer = g_allocator.load(util::mo_acquire)->allocate(size);
   if (buffer == nullptr) throw std::bad_alloc();
   return buffer;
 }
 
 void deallocate_user_buffer(void* buffer) {
-  allocator_base_t* allocator = g_allocator.load(util::mo_acquire);
-  if (allocator != nullptr) {
-    allocator->deallocate(buffer);
-  } else {
-    std::free(buffer);
-  }
+  g_allocator.load(util::mo_acquire)->deallocate(buffer);
 }
 
-void set_user_allocator(allocator_base_t* allocator) { g_allocator.store(allocator, util::mo_release); }
+void set_user_allocator(allocator_base_t* allocator) {
+  g_allocator.store(allocator != nullptr ? allocator : &g_allocator_default, util::mo_release);
+}
 allocator_base_t* get_user_allocator() { return g_allocator.load(util::mo_acquire); }
 
 }  // namespace lci::detail

@@ -1,6 +1,6 @@
 // The allocator for buffers the runtime hands to the user (incoming active
 // messages, rendezvous AM buffers): set_allocator() installs one for the
-// process; the default is malloc/free.
+// process; the default is g_allocator_default (malloc/free).
 //
 // Thread safety: allocate()/deallocate() from any thread; set_allocator()
 //                while no runtime allocates (documented precondition).

@@ -13,6 +13,7 @@
 #include "lci/comp/sync.hpp"
 #include "lci/progress/progress.hpp"
 #include "lci/runtime/resolve.hpp"
+#include "lci/util/assert.hpp"
 #include "lci/util/spinlock.hpp"
 
 namespace lci {
@@ -33,12 +34,29 @@ comp_attrs_t& comp_attrs() {
   return table;
 }
 
+// The comp_type output attribute of a completion object of `kind`.
+attr_comp_type_t comp_type_of(comp_kind_t kind) {
+  switch (kind) {
+    case comp_kind_t::sync: return attr_comp_type_t::sync;
+    case comp_kind_t::counter: return attr_comp_type_t::counter;
+    case comp_kind_t::cq: return attr_comp_type_t::cq;
+    case comp_kind_t::handler: return attr_comp_type_t::handler;
+    case comp_kind_t::graph: return attr_comp_type_t::graph;
+    case comp_kind_t::waiter: break;  // a post's own, never adopted as a user's
+  }
+  LCI_ASSERT(false, "a completion object of no known kind");
+  return attr_comp_type_t::custom;
+}
+
 comp_t adopt(runtime_t runtime, std::unique_ptr<comp_impl_t> comp, const attr_comp_t& attr) {
   comp->set_zero_copy_am(attr.zero_copy_am);
+  const attr_comp_type_t comp_type = comp_type_of(comp->kind());
   comp_impl_t* raw = resolve_runtime(runtime).adopt_comp(std::move(comp));
   comp_attrs_t& table = comp_attrs();
   util::spinlock_guard_t guard(table.lock);
-  table.attrs[raw] = attr;
+  attr_comp_t& stored = table.attrs[raw];
+  stored = attr;
+  stored.comp_type = comp_type;
   return comp_t(raw);
 }
 

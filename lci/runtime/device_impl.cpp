@@ -106,6 +106,7 @@ device_impl_t::device_impl_t(runtime_impl_t* runtime, const attr_device_t& attr,
   attr_.net_max_sends = net_attr.net_max_sends;
   attr_.net_max_recvs = net_attr.net_max_recvs;
   attr_.net_max_cqes = net_attr.net_max_cqes;
+  attr_.uid = next_device_uid();
   if (raw()) {
     // Nothing pre-posted: the program's receives are the only ones.
     LCI_ASSERT(!net_attr.supports_multi_recv, "a raw device was given receive regions");

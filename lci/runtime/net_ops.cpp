@@ -19,6 +19,7 @@
 #include <string>
 
 #include "backends/backend.hpp"
+#include "lci/api/lci_config.hpp"
 #include "lci/api/lci_generated.hpp"
 #include "lci/api/lci_types.hpp"
 #include "lci/protocol/protocol.hpp"
@@ -43,7 +44,7 @@ namespace {
 
 // Completions moved per backend poll; net_poll_cq polls again while the
 // network fills whole batches and the caller has room.
-constexpr std::size_t poll_batch_max = 16;
+constexpr std::size_t poll_batch_max = LCI_BACKEND_MAX_POLLS;
 
 [[noreturn]] void throw_argument(const char* op, const std::string& what) {
   throw std::invalid_argument(std::string(op) + ": " + what);
@@ -89,11 +90,11 @@ detail::device_impl_t& peer_post_device(const char* op, int rank, const void* bu
 // against it).
 backend::net_mr_t local_mr(const char* op, const detail::device_impl_t& device, const void* buffer,
                            std::size_t size, mr_t mr) {
-  if (mr.is_empty()) {
+  const detail::mr_impl_t* impl = detail::resolve_mr(op, mr, &device);
+  if (impl == nullptr) {
     throw_argument(op, "mr is empty (register the buffer with register_memory on the device)");
   }
-  if (mr.p_impl->device != &device) throw_argument(op, "mr: registered with another device");
-  const backend::net_mr_t& net_mr = mr.p_impl->net_mr;
+  const backend::net_mr_t& net_mr = impl->net_mr;
   const auto start = reinterpret_cast<std::uintptr_t>(buffer);
   const auto base = reinterpret_cast<std::uintptr_t>(net_mr.base);
   // Subtractions only: no sum of user values can wrap.

@@ -26,6 +26,13 @@ device_impl_t& resolve_device(runtime_impl_t& runtime, device_t device, endpoint
 packet_pool_impl_t& resolve_packet_pool(runtime_impl_t& runtime, packet_pool_t pool);
 matching_engine_impl_t& resolve_matching_engine(runtime_impl_t& runtime,
                                                 matching_engine_t engine);
+// A memory registration argument `mr` of operation `op`: nullptr for host
+// memory the program did not register (MR_HOST, and MR_UNKNOWN, since all
+// memory is host memory here), else the registration. MR_DEVICE throws
+// std::invalid_argument (no device memory support); so does, when `device`
+// is given, a registration of another device. The one way the runtime reads
+// a program's mr_t: the sentinels are never dereferenced.
+const mr_impl_t* resolve_mr(const char* op, mr_t mr, const device_impl_t* device);
 // A completion object argument: nullptr for COMP_NULL and COMP_NULL_RETRY.
 comp_impl_t* resolve_comp(comp_t comp);
 // A comp_t argument that must be a real completion object of `kind`.

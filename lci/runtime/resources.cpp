@@ -9,6 +9,16 @@
 
 namespace lci::detail {
 
+namespace {
+// relaxed: each number is taken once (the increment is atomic); nothing
+// else is published through these counters.
+util::atomic<int> g_device_uids{0};
+util::atomic<int> g_endpoint_uids{0};
+}  // namespace
+
+int next_device_uid() { return g_device_uids.fetch_add(1, util::mo_relaxed); }
+int next_endpoint_uid() { return g_endpoint_uids.fetch_add(1, util::mo_relaxed); }
+
 packet_pool_impl_t::packet_pool_impl_t(runtime_impl_t* runtime, const attr_packet_pool_t& attr,
                                        std::size_t packet_return_threshold)
     : runtime(runtime),

@@ -27,6 +27,12 @@ namespace lci::detail {
 class runtime_impl_t;
 class device_impl_t;
 
+// The next number for the uid output attribute of a device or an endpoint:
+// 0, 1, ... per kind, in allocation order across every runtime of the
+// process (as upstream numbers them). Any thread.
+int next_device_uid();
+int next_endpoint_uid();
+
 // A handle on the runtime's network: every net context of a runtime names
 // the host's network (one network per simulated rank or process so far).
 class net_context_impl_t {
@@ -40,9 +46,15 @@ class net_context_impl_t {
 class endpoint_impl_t {
  public:
   endpoint_impl_t(device_impl_t* device, const attr_endpoint_t& attr)
-      : device(device), attr(attr) {}
+      : device(device), attr(numbered(attr)) {}
   device_impl_t* const device;
   const attr_endpoint_t attr;
+
+ private:
+  static attr_endpoint_t numbered(attr_endpoint_t attr) {
+    attr.uid = next_endpoint_uid();
+    return attr;
+  }
 };
 
 // Receives: the devices that receive into a pool keep packets posted

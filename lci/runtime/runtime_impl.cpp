@@ -2,16 +2,24 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <limits>
 #include <stdexcept>
 #include <string>
 
+#include "lci/api/lci_config.hpp"
 #include "lci/collective/barrier.hpp"
 #include "lci/comp/graph.hpp"
+#include "lci/matching/matching_key.hpp"
+#include "lci/protocol/immediate.hpp"
 #include "lci/runtime/device_impl.hpp"
 #include "lci/runtime/unsupported_attrs.hpp"
 #include "lci/util/assert.hpp"
+#include "lci/util/cache.hpp"
 
 namespace lci::detail {
+
+static_assert(LCI_CACHE_LINE == util::cache_line_bytes,
+              "lci_config.hpp's LCI_CACHE_LINE is the line the runtime pads to");
 
 namespace {
 
@@ -31,7 +39,7 @@ struct sizing_t {
 };
 sizing_t sizing_for(bool simulated) {
   if (simulated) return {8192, 256, 1024, 1024, 1024, 1024, 1024};
-  return {8192, 8192, 65536, 65536, 16384, 16384, 4096};
+  return {LCI_PACKET_SIZE_DEFAULT, LCI_PACKET_NUM_DEFAULT, 65536, 65536, 16384, 16384, 4096};
 }
 
 // What every net context (the runtime's default one too) must pass: a
@@ -46,22 +54,8 @@ void check_net_context(const attr_net_context_t& attr, bool simulated,
   check_supported(attr, net.reads_ibv_attr(), op);
 }
 
-}  // namespace
-
-runtime_impl_t::runtime_impl_t(const attr_runtime_t& attr, host_t& host)
-    : attr_(attr),
-      host_(host),
-      net_(host.net_context()),
-      rank_me_(net_.rank_me()),
-      rank_n_(net_.rank_n()),
-      default_net_context_(std::make_unique<net_context_impl_t>(this, get_default_attr_net_context())),
-      matching_engine_index_(8, nullptr),
-      rcomps_(64, nullptr),
-      peers_dead_(new util::atomic<bool>[static_cast<std::size_t>(rank_n_)]) {
-  for (int rank = 0; rank < rank_n_; ++rank) {
-    // relaxed: before the runtime is shared.
-    peers_dead_[static_cast<std::size_t>(rank)].store(false, util::mo_relaxed);
-  }
+// The runtime's attributes as given, refused where out of range.
+const attr_runtime_t& checked(const attr_runtime_t& attr) {
   if (attr.imm_nbits_tag < 0 || attr.imm_nbits_tag > 26) {
     throw std::invalid_argument("imm_nbits_tag = " + std::to_string(attr.imm_nbits_tag) +
                                 ": must be in [0, 26]");
@@ -69,6 +63,54 @@ runtime_impl_t::runtime_impl_t(const attr_runtime_t& attr, host_t& host)
   if (attr.imm_nbits_rcomp < 1 || attr.imm_nbits_rcomp > 28) {
     throw std::invalid_argument("imm_nbits_rcomp = " + std::to_string(attr.imm_nbits_rcomp) +
                                 ": must be in [1, 28]");
+  }
+  return attr;
+}
+
+// The attributes the runtime decides (docs/api_gen.md: get_attr_NAME()
+// reports what is in effect): auto_select becomes the rendezvous protocol
+// the network allows, and the limits on tags and rcomps follow from the
+// immediate data's layout (lci/protocol/immediate.hpp) and the matching
+// key's (lci/matching/matching_key.hpp). Call after imm_nbits_rcomp is
+// checked.
+attr_runtime_t resolved(attr_runtime_t attr, const backend::net_context_t& net) {
+  if (attr.rdv_protocol == attr_rdv_protocol_t::auto_select) {
+    attr.rdv_protocol =
+        net.supports_put_imm() ? attr_rdv_protocol_t::writeimm : attr_rdv_protocol_t::write;
+  }
+  const auto nbits_rcomp = static_cast<unsigned>(attr.imm_nbits_rcomp);
+  // A put/get signal packs rcomp | tag into the immediate value, no header.
+  attr.max_imm_rcomp = (std::uint64_t{1} << nbits_rcomp) - 1;
+  attr.max_imm_tag = (std::uint64_t{1} << (protocol::imm_value_bits - nbits_rcomp)) - 1;
+  // Other operations carry what does not fit in a header; a send's tag
+  // must still fit its matching key, the narrowest being rank_tag's.
+  attr.max_tag = matching::key_rank_tag_tag_max;
+  attr.max_rcomp = std::numeric_limits<rcomp_t>::max();
+  return attr;
+}
+
+// A net context's output attribute, from the network it names.
+attr_net_context_t resolved(attr_net_context_t attr, const backend::net_context_t& net) {
+  attr.support_putimm = net.supports_put_imm();
+  return attr;
+}
+
+}  // namespace
+
+runtime_impl_t::runtime_impl_t(const attr_runtime_t& attr, host_t& host)
+    : attr_(resolved(checked(attr), host.net_context())),
+      host_(host),
+      net_(host.net_context()),
+      rank_me_(net_.rank_me()),
+      rank_n_(net_.rank_n()),
+      default_net_context_(std::make_unique<net_context_impl_t>(
+          this, resolved(get_default_attr_net_context(), net_))),
+      matching_engine_index_(8, nullptr),
+      rcomps_(64, nullptr),
+      peers_dead_(new util::atomic<bool>[static_cast<std::size_t>(rank_n_)]) {
+  for (int rank = 0; rank < rank_n_; ++rank) {
+    // relaxed: before the runtime is shared.
+    peers_dead_[static_cast<std::size_t>(rank)].store(false, util::mo_relaxed);
   }
   check_supported(attr, "runtime");
   check_net_context(default_net_context_->attr, host.simulated(), net_,
@@ -152,7 +194,7 @@ void runtime_impl_t::erase_live(std::vector<std::unique_ptr<T>>& list, T* item,
 
 net_context_impl_t* runtime_impl_t::alloc_net_context(const attr_net_context_t& attr) {
   check_net_context(attr, host_.simulated(), net_, "alloc_net_context");
-  auto context = std::make_unique<net_context_impl_t>(this, attr);
+  auto context = std::make_unique<net_context_impl_t>(this, resolved(attr, net_));
   net_context_impl_t* raw = context.get();
   util::spinlock_guard_t guard(resources_lock_);
   net_contexts_.push_back(std::move(context));

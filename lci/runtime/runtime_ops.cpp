@@ -82,6 +82,20 @@ matching_engine_impl_t& resolve_matching_engine(runtime_impl_t& runtime,
   return *impl;
 }
 
+const mr_impl_t* resolve_mr(const char* op, mr_t mr, const device_impl_t* device) {
+  const auto sentinel = reinterpret_cast<std::uintptr_t>(mr.p_impl);
+  if (sentinel == mr_device_sentinel) {
+    throw std::invalid_argument(std::string(op) +
+                                ": mr = MR_DEVICE: there is no device (GPU) memory support "
+                                "here; pass host memory (MR_HOST or a registration)");
+  }
+  if (mr.is_empty()) return nullptr;  // MR_HOST, MR_UNKNOWN
+  if (device != nullptr && mr.p_impl->device != device) {
+    throw std::invalid_argument(std::string(op) + ": mr: registered with another device");
+  }
+  return mr.p_impl;
+}
+
 comp_impl_t* resolve_comp(comp_t comp) {
   if (comp.p_impl == comp_null_retry_sentinel()) return nullptr;
   return comp.p_impl;
@@ -292,6 +306,15 @@ mr_t register_memory_x::call_impl(void* address, std::size_t size, device_t devi
   detail::runtime_impl_t& rt = resolve_runtime(runtime);
   detail::device_impl_t& d = detail::resolve_device(rt, device);
   if (address == nullptr) throw std::invalid_argument("register_memory: address = nullptr");
+  // Refused before a registration is taken from the device's share. A
+  // region of no bytes has nothing a peer could address, and get_rmr could
+  // only describe it with size 0, which rmr_t reserves for "unknown, not
+  // checked" (lci_types.hpp): a peer's puts through it would go unchecked.
+  if (size == 0) {
+    throw std::invalid_argument(
+        "register_memory: size = 0: a registration covers at least one byte (a post of "
+        "size 0 needs no mr)");
+  }
   backend::net_mr_t net_mr;
   // A refusal may be transient (registrations freed by operations that
   // complete during progress): retry a bounded number of times first.
@@ -333,7 +356,7 @@ mr_t register_memory_x::call_impl(void* address, std::size_t size, device_t devi
 }
 
 void deregister_memory_x::call_impl(mr_t* mr, runtime_t runtime) const {
-  if (mr == nullptr || mr->p_impl == nullptr) {
+  if (mr == nullptr || detail::resolve_mr("deregister_memory", *mr, nullptr) == nullptr) {
     throw std::invalid_argument("deregister_memory: mr is empty (deregistered twice?)");
   }
   // Taken from the runtime's list first: a copy of a handle deregistered
@@ -346,7 +369,8 @@ void deregister_memory_x::call_impl(mr_t* mr, runtime_t runtime) const {
 
 rmr_t get_rmr_x::call_impl(mr_t mr, runtime_t runtime) const {
   (void)runtime;
-  detail::mr_impl_t* impl = mr.get_impl();
+  const detail::mr_impl_t* impl = detail::resolve_mr("get_rmr", mr, nullptr);
+  if (impl == nullptr) throw std::invalid_argument("get_rmr: mr is empty");
   const backend::net_rmr_t net_rmr = impl->device->net().get_rmr(impl->net_mr);
   rmr_t rmr;
   rmr.base = net_rmr.base;

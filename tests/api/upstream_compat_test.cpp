@@ -4,13 +4,40 @@
 // (global_initialize, get/set_g_default_attr) on the simulated network.
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <cstring>
 #include <stdexcept>
+#include <string>
+#include <vector>
 
 #include "lci.hpp"
 #include "sim/sim_harness_gtest.hpp"
 
 namespace {
+
+// Runs `body` as one simulated rank, once.
+template <typename body_t>
+void on_one_rank(body_t body) {
+  lci::sim::sweep_t sweep;
+  sweep.seeds_count = 1;
+  sweep.concurrent = false;
+  lci::sim::expect_runs_ok(1, sweep, [&body](lci::sim::rank_env_t&) { body(); });
+}
+
+// Expects `call` to throw std::invalid_argument whose message holds every
+// one of `fragments`.
+template <typename call_t>
+void expect_refused(call_t call, std::initializer_list<const char*> fragments) {
+  try {
+    call();
+    ADD_FAILURE() << "not refused";
+  } catch (const std::invalid_argument& error) {
+    for (const char* fragment : fragments) {
+      EXPECT_NE(std::string(error.what()).find(fragment), std::string::npos)
+          << error.what() << " lacks " << fragment;
+    }
+  }
+}
 
 // A graph node function in upstream's style: returns an errorcode_t.
 lci::status_t node_done(void*) { return lci::errorcode_t::done; }
@@ -105,10 +132,7 @@ TEST(UpstreamCompat, OptionType) {
 // The boundary marker of matching_policy_t is no policy: a post naming it is
 // refused.
 TEST(UpstreamCompat, MatchingPolicyMaxIsRefused) {
-  lci::sim::sweep_t sweep;
-  sweep.seeds_count = 1;
-  sweep.concurrent = false;
-  lci::sim::expect_runs_ok(1, sweep, [](lci::sim::rank_env_t&) {
+  on_one_rank([] {
     lci::g_runtime_init();
     char byte = 0;
     EXPECT_THROW((void)lci::post_send_x(0, &byte, 1, 1, lci::COMP_NULL_RETRY)
@@ -123,10 +147,7 @@ TEST(UpstreamCompat, MatchingPolicyMaxIsRefused) {
 TEST(UpstreamCompat, NetLockModeFlags) {
   EXPECT_EQ(lci::LCI_NET_LOCK_ALL, lci::LCI_NET_TRYLOCK_SEND | lci::LCI_NET_TRYLOCK_RECV |
                                        lci::LCI_NET_TRYLOCK_POLL | lci::LCI_NET_LOCK_MR);
-  lci::sim::sweep_t sweep;
-  sweep.seeds_count = 1;
-  sweep.concurrent = false;
-  lci::sim::expect_runs_ok(1, sweep, [](lci::sim::rank_env_t&) {
+  on_one_rank([] {
     lci::g_runtime_init();
     EXPECT_THROW(lci::alloc_device_x().ofi_lock_mode(lci::LCI_NET_LOCK_ALL)(),
                  std::invalid_argument);
@@ -142,10 +163,7 @@ TEST(UpstreamCompat, GlobalFinalizeWithoutInitializeThrows) {
 // still wins, and get_g_default_attr reads back every value set; restoring
 // the defaults read first leaves the process as it was.
 TEST(UpstreamCompat, GlobalDefaultAttributes) {
-  lci::sim::sweep_t sweep;
-  sweep.seeds_count = 1;
-  sweep.concurrent = false;
-  lci::sim::expect_runs_ok(1, sweep, [](lci::sim::rank_env_t&) {
+  on_one_rank([] {
     const lci::global_attr_t before = lci::get_g_default_attr();
     lci::global_attr_t changed = before;
     changed.npackets = 48;
@@ -199,6 +217,270 @@ TEST(UpstreamCompat, GlobalInitializeGivesRanks) {
     lci::barrier();
     lci::g_runtime_fina();
     lci::global_finalize();
+  });
+}
+
+// rdv_protocol defaults to auto_select, which the runtime resolves when it
+// is allocated: the simulated network has put-with-immediate, so writeimm.
+// An explicit choice stays (LCI_ATTR_RDV_PROTOCOL: generated_header_test).
+TEST(UpstreamCompat, RdvProtocolAutoSelect) {
+  on_one_rank([] {
+    lci::runtime_t runtime = lci::g_runtime_init();
+    EXPECT_EQ(runtime.get_attr_rdv_protocol(), lci::attr_rdv_protocol_t::writeimm);
+    EXPECT_TRUE(lci::get_default_net_context().get_attr_support_putimm());
+    // A rendezvous message (over the packet size) travels with it; the
+    // send waits inside the post (COMP_NULL), progressing the receive too.
+    std::vector<char> sent(64 * 1024, 'r');
+    std::vector<char> received(sent.size(), 0);
+    lci::comp_t sync = lci::alloc_sync();
+    lci::status_t recv = lci::post_recv(0, received.data(), received.size(), 9, sync);
+    lci::status_t send = lci::post_send(0, sent.data(), sent.size(), 9, lci::COMP_NULL);
+    EXPECT_TRUE(send.is_done());
+    if (recv.is_posted()) lci::sync_wait(sync, &recv);
+    EXPECT_EQ(received, sent);
+    lci::free_comp(&sync);
+    lci::runtime_t chosen =
+        lci::alloc_runtime_x().rdv_protocol(lci::attr_rdv_protocol_t::write)();
+    EXPECT_EQ(chosen.get_attr_rdv_protocol(), lci::attr_rdv_protocol_t::write);
+    lci::free_runtime(&chosen);
+    lci::g_runtime_fina();
+  });
+}
+
+// comp_type reports which allocation made a completion object.
+TEST(UpstreamCompat, CompTypeIsReported) {
+  on_one_rank([] {
+    lci::g_runtime_init();
+    std::vector<lci::comp_t> comps = {lci::alloc_sync(), lci::alloc_counter(), lci::alloc_cq(),
+                                      lci::alloc_handler([](lci::status_t) {}),
+                                      lci::alloc_graph()};
+    const lci::attr_comp_type_t expected[] = {
+        lci::attr_comp_type_t::sync, lci::attr_comp_type_t::counter, lci::attr_comp_type_t::cq,
+        lci::attr_comp_type_t::handler, lci::attr_comp_type_t::graph};
+    for (std::size_t i = 0; i < comps.size(); ++i) {
+      EXPECT_EQ(comps[i].get_attr_comp_type(), expected[i]) << i;
+      EXPECT_EQ(comps[i].get_attr().comp_type, expected[i]) << i;
+    }
+    for (lci::comp_t& comp : comps) lci::free_comp(&comp);
+    lci::g_runtime_fina();
+  });
+}
+
+// Resources allocated without a name are named DEFAULT_NAME ("unnamed").
+TEST(UpstreamCompat, DefaultName) {
+  EXPECT_STREQ(lci::DEFAULT_NAME, "unnamed");
+  on_one_rank([] {
+    lci::runtime_t runtime = lci::g_runtime_init();
+    EXPECT_EQ(runtime.get_attr_name(), lci::DEFAULT_NAME);
+    EXPECT_EQ(lci::get_default_net_context().get_attr_name(), lci::DEFAULT_NAME);
+    EXPECT_EQ(lci::get_default_device().get_attr_name(), lci::DEFAULT_NAME);
+    EXPECT_EQ(lci::get_default_endpoint().get_attr_name(), lci::DEFAULT_NAME);
+    EXPECT_EQ(lci::get_default_packet_pool().get_attr_name(), lci::DEFAULT_NAME);
+    EXPECT_EQ(lci::get_default_matching_engine().get_attr_name(), lci::DEFAULT_NAME);
+    lci::comp_t sync = lci::alloc_sync();
+    EXPECT_EQ(sync.get_attr_name(), lci::DEFAULT_NAME);
+    lci::comp_t named = lci::alloc_sync_x().name("mine")();
+    EXPECT_STREQ(named.get_attr_name(), "mine");
+    lci::free_comp(&sync);
+    lci::free_comp(&named);
+    lci::g_runtime_fina();
+  });
+}
+
+// MR_HOST and MR_UNKNOWN (all memory is host memory here) post like no
+// registration; MR_DEVICE is refused by every operation that takes an mr.
+TEST(UpstreamCompat, MemoryRegistrationSentinels) {
+  EXPECT_TRUE(lci::MR_HOST.is_empty());
+  EXPECT_TRUE(lci::MR_DEVICE.is_empty());
+  EXPECT_TRUE(lci::MR_UNKNOWN.is_empty());
+  EXPECT_NE(lci::MR_DEVICE, lci::MR_UNKNOWN);
+  EXPECT_THROW((void)lci::MR_DEVICE.get_impl(), std::invalid_argument);
+  on_one_rank([] {
+    lci::g_runtime_init();
+    char sent[16] = "sentinel";
+    char received[16] = {};
+    lci::status_t send =
+        lci::post_send_x(0, sent, sizeof(sent), 3, lci::COMP_NULL).mr(lci::MR_UNKNOWN)();
+    EXPECT_TRUE(send.is_done());
+    lci::status_t recv = lci::post_recv(0, received, sizeof(received), 3, lci::COMP_NULL);
+    EXPECT_TRUE(recv.is_done());
+    EXPECT_STREQ(received, "sentinel");
+
+    const std::initializer_list<const char*> device_memory = {"mr = MR_DEVICE",
+                                                              "no device (GPU) memory"};
+    expect_refused(
+        [&] {
+          (void)lci::post_send_x(0, sent, sizeof(sent), 3, lci::COMP_NULL).mr(lci::MR_DEVICE)();
+        },
+        device_memory);
+    lci::mr_t mr = lci::register_memory(received, sizeof(received));
+    const lci::rmr_t rmr = lci::get_rmr(mr);
+    expect_refused(
+        [&] {
+          (void)lci::post_put_x(0, sent, sizeof(sent), lci::COMP_NULL, 0, rmr)
+              .mr(lci::MR_DEVICE)();
+        },
+        device_memory);
+    const lci::buffers_t buffers = {{sent, 4}, {sent + 4, 4}};
+    expect_refused(
+        [&] {
+          (void)lci::post_send_x(0, nullptr, 0, 3, lci::COMP_NULL)
+              .local_buffers(buffers)
+              .mr(lci::MR_DEVICE)();
+        },
+        device_memory);
+    expect_refused([&] { (void)lci::get_rmr(lci::MR_DEVICE); }, device_memory);
+    lci::mr_t device_mr = lci::MR_DEVICE;
+    expect_refused([&] { lci::deregister_memory(&device_mr); }, device_memory);
+    lci::mr_t unknown_mr = lci::MR_UNKNOWN;
+    expect_refused([&] { lci::deregister_memory(&unknown_mr); }, {"mr is empty"});
+    expect_refused([&] { (void)lci::get_rmr(lci::MR_UNKNOWN); }, {"mr is empty"});
+    lci::deregister_memory(&mr);
+    lci::g_runtime_fina();
+
+    // The raw network layer needs a registration: MR_DEVICE is refused as
+    // above, MR_UNKNOWN as no registration.
+    lci::g_runtime_init_x().alloc_default_packet_pool(false)();
+    expect_refused([&] { (void)lci::net_post_send(0, sent, sizeof(sent), lci::MR_DEVICE); },
+                   device_memory);
+    expect_refused([&] { (void)lci::net_post_send(0, sent, sizeof(sent), lci::MR_UNKNOWN); },
+                   {"net_post_send", "mr is empty"});
+    lci::g_runtime_fina();
+  });
+}
+
+// Output attributes: uids number devices and endpoints in allocation order;
+// get_attr() gives the whole struct, under upstream's names too.
+TEST(UpstreamCompat, OutputAttributes) {
+  on_one_rank([] {
+    lci::runtime_t runtime = lci::g_runtime_init();
+    // The limits are the real ones: a put with a remote completion takes
+    // max_imm_tag and refuses one more; a send likewise with max_tag.
+    EXPECT_EQ(runtime.get_attr_max_imm_rcomp(), (1u << runtime.get_attr_imm_nbits_rcomp()) - 1);
+    const std::uint64_t max_imm_tag = runtime.get_attr_max_imm_tag();
+    EXPECT_EQ(max_imm_tag, (1u << (28 - runtime.get_attr_imm_nbits_rcomp())) - 1);
+    EXPECT_EQ(runtime.get_attr_max_tag(), 0xffffffffu);
+    EXPECT_EQ(runtime.get_attr_max_rcomp(), 0xffffffffu);
+    std::uint64_t word = 0;
+    lci::mr_t mr = lci::register_memory(&word, sizeof(word));
+    const lci::rmr_t rmr = lci::get_rmr(mr);
+    lci::comp_t counter = lci::alloc_counter();
+    const lci::rcomp_t rcomp = lci::register_rcomp(counter);
+    const std::uint64_t one = 1;
+    EXPECT_TRUE(lci::post_put_x(0, const_cast<std::uint64_t*>(&one), sizeof(one), lci::COMP_NULL,
+                                0, rmr)
+                    .remote_comp(rcomp)
+                    .tag(max_imm_tag)()
+                    .is_done());
+    expect_refused(
+        [&] {
+          (void)lci::post_put_x(0, const_cast<std::uint64_t*>(&one), sizeof(one), lci::COMP_NULL,
+                                0, rmr)
+              .remote_comp(rcomp)
+              .tag(max_imm_tag + 1)();
+        },
+        {"does not fit the immediate data"});
+    // A send and its receive at max_tag match; a receive above it is
+    // refused (its matching key has no room for the tag).
+    char byte = 'm';
+    char got = 0;
+    const lci::tag_t max_tag = runtime.get_attr_max_tag();
+    EXPECT_TRUE(lci::post_send(0, &byte, 1, max_tag, lci::COMP_NULL).is_done());
+    EXPECT_TRUE(lci::post_recv(0, &got, 1, max_tag, lci::COMP_NULL).is_done());
+    EXPECT_EQ(got, 'm');
+    expect_refused([&] { (void)lci::post_recv(0, &got, 1, max_tag + 1, lci::COMP_NULL_RETRY); },
+                   {"tag"});
+    while (lci::counter_get(counter) < 1) lci::progress();
+    lci::deregister_rcomp(rcomp);
+    lci::free_comp(&counter);
+    lci::deregister_memory(&mr);
+    lci::device_t first = lci::get_default_device();
+    lci::device_t second = lci::alloc_device();
+    EXPECT_GE(first.get_attr_uid(), 0);
+    EXPECT_GT(second.get_attr_uid(), first.get_attr_uid());
+    const lci::device_t::attr_t attr = second.get_attr();
+    EXPECT_EQ(attr.uid, second.get_attr_uid());
+    const lci::device_attr_t& same = attr;
+    EXPECT_EQ(same.net_max_sends, second.get_attr_net_max_sends());
+    lci::endpoint_t endpoint = lci::alloc_endpoint_x().device(second)();
+    EXPECT_GT(endpoint.get_attr_uid(), lci::get_default_endpoint().get_attr_uid());
+    lci::free_endpoint(&endpoint);
+    lci::free_device(&second);
+    lci::net_context_t context = lci::alloc_net_context();
+    EXPECT_TRUE(context.get_attr_support_putimm());
+    lci::free_net_context(&context);
+    lci::g_runtime_fina();
+  });
+}
+
+// graph_add_node_op takes any functor: a post_*_x (status_t), one returning
+// errorcode_t, or one returning nothing; the last two complete their node
+// when they return.
+TEST(UpstreamCompat, GraphNodeOfAnyFunctor) {
+  on_one_rank([] {
+    lci::g_runtime_init();
+    int runs = 0;
+    lci::comp_t graph = lci::alloc_graph();
+    lci::graph_node_t code = lci::graph_add_node_op(graph, [&runs]() -> lci::errorcode_t {
+      ++runs;
+      return lci::errorcode_t::done;
+    });
+    lci::graph_node_t plain = lci::graph_add_node_op(graph, [&runs]() { ++runs; });
+    lci::graph_add_edge(graph, code, plain);
+    lci::graph_start(graph);
+    while (!lci::graph_test(graph).is_done()) lci::progress();
+    EXPECT_EQ(runs, 2);
+    lci::free_comp(&graph);
+    lci::g_runtime_fina();
+  });
+}
+
+// The default allocator is upstream's g_allocator_default, and comes back
+// after set_allocator(nullptr).
+TEST(UpstreamCompat, DefaultAllocator) {
+  EXPECT_EQ(lci::get_allocator(), &lci::g_allocator_default);
+  lci::allocator_default_t mine;
+  lci::set_allocator(&mine);
+  EXPECT_EQ(lci::get_allocator(), &mine);
+  lci::set_allocator(nullptr);
+  EXPECT_EQ(lci::get_allocator(), &lci::g_allocator_default);
+  void* block = lci::g_allocator_default.allocate(0);
+  EXPECT_NE(block, nullptr);
+  lci::g_allocator_default.deallocate(block);
+}
+
+// lci_config.hpp's macros, through lci.hpp, as upstream's programs use them:
+// the version, the default packet size, a statuses array for net_poll_cq.
+TEST(UpstreamCompat, ConfigMacros) {
+  static_assert(LCI_VERSION_HEX == 0x020000);
+  EXPECT_STREQ(LCI_VERSION_STRING, "2.0.0");
+  static_assert(!LCI_WITH_SHM && !LCI_USE_REG_CACHE);
+  on_one_rank([] {
+    lci::g_runtime_init();
+    EXPECT_EQ(lci::get_default_packet_pool().get_attr_packet_size(),
+              std::size_t{LCI_PACKET_SIZE_DEFAULT});
+    lci::g_runtime_fina();
+    lci::g_runtime_init_x().alloc_default_packet_pool(false)();
+    lci::net_status_t statuses[LCI_BACKEND_MAX_POLLS];
+    EXPECT_EQ(lci::net_poll_cq(LCI_BACKEND_MAX_POLLS, statuses), 0u);
+    lci::g_runtime_fina();
+  });
+}
+
+// register_memory(ptr, 0) is refused (an rmr_t of size 0 would mean
+// "unchecked"), and a refusal holds no registration: refusing more of them
+// than the device may hold at once leaves registering possible.
+TEST(UpstreamCompat, ZeroSizeRegistrationIsRefused) {
+  on_one_rank([] {
+    lci::g_runtime_init();
+    char byte = 0;
+    for (int i = 0; i < 64; ++i) {
+      expect_refused([&] { (void)lci::register_memory(&byte, 0); }, {"register_memory", "size = 0"});
+    }
+    lci::mr_t mr = lci::register_memory(&byte, 1);
+    EXPECT_EQ(lci::get_rmr(mr).size, 1u);
+    lci::deregister_memory(&mr);
+    lci::g_runtime_fina();
   });
 }
 

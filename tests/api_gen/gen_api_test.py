@@ -95,6 +95,42 @@ class ParserTest(unittest.TestCase):
         self.assert_error(VALID + "enum shade_t { x }\n", 13, "duplicate enum 'shade_t'")
         self.assert_error(VALID + "op poke -> void\n  arg new_value : int\n", 14, "reserved")
 
+    def test_output_attributes(self):
+        text = VALID.replace("  attr shade : shade_t = dark                // doc\n",
+                             "  attr shade : shade_t = dark                // doc\n"
+                             "  out serial : int = -1                      // doc\n")
+        api = parse(text)
+        serial = api.resources[1].attr("serial")
+        self.assertTrue(serial.output)
+        self.assertFalse(api.resources[1].attr("count").output)
+        # '*' leaves an output attribute out; naming it is refused.
+        self.assertEqual([p.name for p in api.operations[0].options],
+                         ["count", "shade", "peer", "runtime"])
+        self.assert_error(text.replace("attrs widget : *", "attrs widget : count serial"), 11,
+                          "'serial' is an output attribute of widget")
+        header, source = gen_api.generate(api, "x", "test.def", "x.hpp")
+        self.assertIn("int serial = -1;  // output, set by the runtime: doc", header)
+        self.assertIn("int get_attr_serial() const", header)
+        self.assertNotIn("LCI_ATTR_SERIAL", source)
+        self.assertIn('read_attr_env("LCI_ATTR_COUNT"', source)
+
+    def test_resource_sentinels(self):
+        api = parse(VALID.replace("resource widget  ", "resource widget [sentinels=2]"))
+        self.assertEqual(api.resources[1].sentinels, 2)
+        self.assertEqual(api.resources[0].sentinels, 0)
+        header, _ = gen_api.generate(api, "x", "test.def", "x.hpp")
+        self.assertIn("return reinterpret_cast<std::uintptr_t>(p_impl) <= 2;", header)
+        self.assert_error(VALID.replace("resource widget  ", "resource widget [sentinels=0]"), 5,
+                          "unknown resource modifier 'sentinels=0'")
+        self.assert_error(VALID.replace("resource widget  ", "resource widget [shiny]"), 5,
+                          "unknown resource modifier 'shiny'")
+
+    def test_upstream_attribute_struct_names(self):
+        header, _ = gen_api.generate(parse(VALID), "x", "test.def", "x.hpp")
+        self.assertIn("using widget_attr_t = attr_widget_t;", header)
+        self.assertIn("  using attr_t = attr_widget_t;", header)
+        self.assertIn("  attr_t get_attr() const { return detail::get_attr(get_impl()); }", header)
+
     def test_runtime_resource_required_unless_no_runtime(self):
         text = "op poke -> void\n"
         self.assert_error(text, 1, "no 'resource runtime'")

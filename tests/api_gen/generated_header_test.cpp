@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <stdexcept>
 #include <string>
@@ -182,11 +183,12 @@ TEST(GeneratedHeaderTest, DefaultAttributesMatchTheDescription) {
   EXPECT_EQ(runtime.packet_return_threshold, 0u);
   EXPECT_EQ(runtime.imm_nbits_tag, 16);
   EXPECT_EQ(runtime.imm_nbits_rcomp, 15);
-  EXPECT_EQ(runtime.rdv_protocol, attr_rdv_protocol_t::writeimm);
+  EXPECT_EQ(runtime.rdv_protocol, attr_rdv_protocol_t::auto_select);
   EXPECT_TRUE(runtime.alloc_default_device);
   EXPECT_TRUE(runtime.alloc_default_packet_pool);
   EXPECT_TRUE(runtime.alloc_default_matching_engine);
-  EXPECT_EQ(runtime.name, nullptr);
+  EXPECT_STREQ(runtime.name, "unnamed");
+  EXPECT_EQ(runtime.name, DEFAULT_NAME);
   EXPECT_EQ(runtime.device_name, "");
   EXPECT_EQ(runtime.backend, attr_backend_t::none);
 
@@ -196,6 +198,7 @@ TEST(GeneratedHeaderTest, DefaultAttributesMatchTheDescription) {
   EXPECT_EQ(net_context.ibv_odp_strategy, attr_ibv_odp_strategy_t::none);
   EXPECT_EQ(net_context.ibv_prefetch_strategy, attr_ibv_prefetch_strategy_t::none);
   EXPECT_FALSE(net_context.use_dmabuf);
+  EXPECT_FALSE(net_context.support_putimm);  // output: the runtime sets it
 
   const attr_device_t device = detail::get_default_attr_device();
   EXPECT_EQ(device.net_max_sends, 0u);
@@ -204,6 +207,8 @@ TEST(GeneratedHeaderTest, DefaultAttributesMatchTheDescription) {
   EXPECT_TRUE(device.alloc_default_endpoint);
   EXPECT_FALSE(device.alloc_progress_endpoint);
   EXPECT_EQ(device.ibv_td_strategy, attr_ibv_td_strategy_t::none);
+  EXPECT_EQ(device.uid, -1);
+  EXPECT_EQ(detail::get_default_attr_endpoint().uid, -1);
 
   EXPECT_EQ(detail::get_default_attr_matching_engine().matching_engine_type,
             attr_matching_engine_type_t::map);
@@ -213,7 +218,52 @@ TEST(GeneratedHeaderTest, DefaultAttributesMatchTheDescription) {
   EXPECT_FALSE(comp.zero_copy_am);
   EXPECT_EQ(comp.default_length, 0);
   EXPECT_EQ(comp.cq_type, attr_cq_type_t::lcrq);
+  EXPECT_EQ(comp.comp_type, attr_comp_type_t::custom);
 }
+
+// LCI_ATTR_RDV_PROTOCOL takes upstream's three names, auto_select included.
+TEST(GeneratedHeaderTest, RdvProtocolFromTheEnvironment) {
+  for (const char* name : {"write", "auto_select", "writeimm"}) {
+    ASSERT_EQ(setenv("LCI_ATTR_RDV_PROTOCOL", name, 1), 0);
+    EXPECT_STREQ(get_attr_rdv_protocol_str(detail::get_default_attr_runtime().rdv_protocol), name);
+  }
+  ASSERT_EQ(unsetenv("LCI_ATTR_RDV_PROTOCOL"), 0);
+}
+
+// Output attributes: reported by the handle, never options of the
+// allocating functors (the runtime sets them).
+template <typename functor_t, typename = void>
+struct has_uid_setter_t : std::false_type {};
+template <typename functor_t>
+struct has_uid_setter_t<functor_t, std::void_t<decltype(std::declval<functor_t&>().uid(0))>>
+    : std::true_type {};
+template <typename functor_t, typename = void>
+struct has_comp_type_setter_t : std::false_type {};
+template <typename functor_t>
+struct has_comp_type_setter_t<
+    functor_t, std::void_t<decltype(std::declval<functor_t&>().comp_type(attr_comp_type_t::cq))>>
+    : std::true_type {};
+static_assert(!has_uid_setter_t<alloc_device_x>::value);
+static_assert(!has_uid_setter_t<alloc_endpoint_x>::value);
+static_assert(!has_comp_type_setter_t<alloc_sync_x>::value);
+static_assert(!has_comp_type_setter_t<alloc_cq_x>::value);
+static_assert(std::is_same_v<decltype(device_t().get_attr_uid()), int>);
+static_assert(std::is_same_v<decltype(endpoint_t().get_attr_uid()), int>);
+static_assert(std::is_same_v<decltype(net_context_t().get_attr_support_putimm()), bool>);
+static_assert(std::is_same_v<decltype(comp_t().get_attr_comp_type()), attr_comp_type_t>);
+
+// Upstream's spellings of the attribute structs.
+static_assert(std::is_same_v<runtime_attr_t, attr_runtime_t>);
+static_assert(std::is_same_v<net_context_attr_t, attr_net_context_t>);
+static_assert(std::is_same_v<device_attr_t, attr_device_t>);
+static_assert(std::is_same_v<endpoint_attr_t, attr_endpoint_t>);
+static_assert(std::is_same_v<packet_pool_attr_t, attr_packet_pool_t>);
+static_assert(std::is_same_v<matching_engine_attr_t, attr_matching_engine_t>);
+static_assert(std::is_same_v<comp_attr_t, attr_comp_t>);
+static_assert(std::is_same_v<device_t::attr_t, attr_device_t>);
+static_assert(std::is_same_v<comp_t::attr_t, attr_comp_t>);
+static_assert(std::is_same_v<decltype(device_t().get_attr()), attr_device_t>);
+static_assert(std::is_same_v<decltype(runtime_t().get_attr()), attr_runtime_t>);
 
 template <typename E>
 void expect_round_trip(const char* (*to_str)(E), bool (*parse)(const char*, E*),
@@ -235,7 +285,19 @@ TEST(GeneratedHeaderTest, EnumNamesRoundTrip) {
                                      {attr_backend_t::ibv, "ibv"}});
   expect_round_trip<attr_rdv_protocol_t>(
       &get_attr_rdv_protocol_str, &detail::parse_attr_rdv_protocol,
-      {{attr_rdv_protocol_t::write, "write"}, {attr_rdv_protocol_t::writeimm, "writeimm"}});
+      {{attr_rdv_protocol_t::auto_select, "auto_select"},
+       {attr_rdv_protocol_t::write, "write"},
+       {attr_rdv_protocol_t::writeimm, "writeimm"}});
+  // Upstream's order: programs that store the value as an int agree.
+  static_assert(static_cast<int>(attr_rdv_protocol_t::auto_select) == 0);
+  static_assert(static_cast<int>(attr_rdv_protocol_t::writeimm) == 2);
+  expect_round_trip<attr_comp_type_t>(&get_attr_comp_type_str, &detail::parse_attr_comp_type,
+                                      {{attr_comp_type_t::sync, "sync"},
+                                       {attr_comp_type_t::counter, "counter"},
+                                       {attr_comp_type_t::cq, "cq"},
+                                       {attr_comp_type_t::handler, "handler"},
+                                       {attr_comp_type_t::graph, "graph"},
+                                       {attr_comp_type_t::custom, "custom"}});
   expect_round_trip<attr_cq_type_t>(
       &get_attr_cq_type_str, &detail::parse_attr_cq_type,
       {{attr_cq_type_t::array_atomic, "array_atomic"}, {attr_cq_type_t::lcrq, "lcrq"}});
@@ -271,6 +333,15 @@ TEST(GeneratedHeaderTest, EmptyHandlesAreRefused) {
   }
   EXPECT_THROW((void)comp_t().get_impl(), std::invalid_argument);
   EXPECT_THROW((void)mr_t().get_impl(), std::invalid_argument);
+  // mr_t's sentinels (lci.hpp's MR_DEVICE, MR_UNKNOWN) are empty too, so
+  // get_impl() never hands them out; 3 is the first real pointer value.
+  for (std::uintptr_t sentinel : {detail::mr_device_sentinel, detail::mr_unknown_sentinel}) {
+    const mr_t mr(reinterpret_cast<detail::mr_impl_t*>(sentinel));
+    EXPECT_TRUE(mr.is_empty());
+    EXPECT_THROW((void)mr.get_impl(), std::invalid_argument);
+  }
+  EXPECT_FALSE(mr_t(reinterpret_cast<detail::mr_impl_t*>(std::uintptr_t{3})).is_empty());
+  EXPECT_FALSE(device_t(reinterpret_cast<detail::device_impl_t*>(std::uintptr_t{1})).is_empty());
   EXPECT_TRUE(runtime_t() == runtime_t());
 }
 

@@ -46,6 +46,7 @@ ENV_READABLE_TYPES = frozenset([
 ENV_UNREADABLE_TYPES = frozenset(["void*"])
 
 MODIFIERS = frozenset(["no_runtime", "nodiscard"])
+RESOURCE_SENTINELS = re.compile(r"^sentinels=([1-9][0-9]*)$")
 
 # Option types that own memory: call_impl takes them by const reference so
 # that invoking a functor does not copy them.
@@ -90,6 +91,9 @@ class Attr:
     default: str
     doc: str
     line: int
+    # An output attribute ('out' line): the runtime writes it when it
+    # allocates the resource; no setter, no LCI_ATTR_<NAME> override.
+    output: bool = False
 
 
 @dataclasses.dataclass
@@ -98,6 +102,11 @@ class Resource:
     attrs: List[Attr]
     doc: str
     line: int
+    # [sentinels=N]: handles whose p_impl is 1 .. N are named constants of
+    # the hand-written API that name no resource (MR_DEVICE, MR_UNKNOWN);
+    # they count as empty, so get_impl() refuses them and nothing
+    # dereferences them.
+    sentinels: int = 0
 
     def attr(self, name: str) -> Optional[Attr]:
         return next((a for a in self.attrs if a.name == name), None)
@@ -179,10 +188,10 @@ class Parser:
     """Line-oriented parser: top-level blocks, indented members."""
 
     TOP_ENUM = re.compile(rf"^enum\s+({IDENTIFIER})\s*\{{(.*)\}}$")
-    TOP_RESOURCE = re.compile(rf"^resource\s+({IDENTIFIER})$")
+    TOP_RESOURCE = re.compile(rf"^resource\s+({IDENTIFIER})\s*(?:\[([^\]]*)\])?$")
     TOP_OP = re.compile(
         rf"^op\s+({IDENTIFIER})\s*->\s*([^\[\]]+?)\s*(?:\[([^\]]*)\])?$")
-    MEMBER_ATTR = re.compile(rf"^attr\s+({IDENTIFIER})\s*:\s*([^=]+?)\s*=\s*(.+)$")
+    MEMBER_ATTR = re.compile(rf"^(attr|out)\s+({IDENTIFIER})\s*:\s*([^=]+?)\s*=\s*(.+)$")
     MEMBER_ARG = re.compile(rf"^arg\s+({IDENTIFIER})\s*:\s*([^=]+?)$")
     MEMBER_OPT = re.compile(rf"^opt\s+({IDENTIFIER})\s*:\s*([^=]+?)\s*=\s*(.+)$")
     MEMBER_ATTRS = re.compile(rf"^attrs\s+({IDENTIFIER})\s*:\s*(.+)$")
@@ -235,7 +244,14 @@ class Parser:
         match = self.TOP_RESOURCE.match(code)
         if match:
             self.check_name(line, match.group(1), "resource")
-            self.block = Resource(match.group(1), [], doc, line)
+            sentinels = 0
+            for modifier in (match.group(2) or "").replace(",", " ").split():
+                count = RESOURCE_SENTINELS.match(modifier)
+                if not count:
+                    raise self.error(line, f"unknown resource modifier '{modifier}' "
+                                     "(known: sentinels=N)")
+                sentinels = int(count.group(1))
+            self.block = Resource(match.group(1), [], doc, line, sentinels=sentinels)
             self.api.resources.append(self.block)
             return
         match = self.TOP_OP.match(code)
@@ -260,13 +276,14 @@ class Parser:
             match = self.MEMBER_ATTR.match(code)
             if not match:
                 raise self.error(
-                    line, f"expected 'attr NAME : TYPE = DEFAULT' in resource "
-                    f"{self.block.name}, got '{code}'")
+                    line, f"expected 'attr NAME : TYPE = DEFAULT' or 'out NAME : TYPE = "
+                    f"DEFAULT' in resource {self.block.name}, got '{code}'")
             if not doc:
-                raise self.error(line, f"attribute {match.group(1)} needs a one-line doc (// ...)")
-            self.check_name(line, match.group(1), "attribute")
-            self.block.attrs.append(Attr(match.group(1), self.check_type(line, match.group(2)),
-                                         match.group(3).strip(), doc, line))
+                raise self.error(line, f"attribute {match.group(2)} needs a one-line doc (// ...)")
+            self.check_name(line, match.group(2), "attribute")
+            self.block.attrs.append(Attr(match.group(2), self.check_type(line, match.group(3)),
+                                         match.group(4).strip(), doc, line,
+                                         output=match.group(1) == "out"))
         elif isinstance(self.block, Operation):
             self.parse_op_member(line, code, doc)
         else:
@@ -389,7 +406,7 @@ class Validator:
             raise self.error(op.attrs_line, f"op {op.name}: unknown resource "
                              f"'{op.attr_resource}' in 'attrs'")
         if op.attr_names == ["*"]:
-            op.attr_names = [a.name for a in resource.attrs]
+            op.attr_names = [a.name for a in resource.attrs if not a.output]
         self.check_unique([(n, op.attrs_line) for n in op.attr_names],
                           f"attribute in 'attrs' of op {op.name}")
         expanded = []
@@ -398,6 +415,9 @@ class Validator:
             if attr is None:
                 raise self.error(op.attrs_line, f"op {op.name}: resource {resource.name} "
                                  f"has no attribute '{name}'")
+            if attr.output:
+                raise self.error(op.attrs_line, f"op {op.name}: '{name}' is an output "
+                                 f"attribute of {resource.name} (the runtime sets it)")
             expanded.append(Param(name, attr.type, None, attr.doc, op.attrs_line,
                                   attr_of=resource.name))
         op.options[op.attrs_index:op.attrs_index] = expanded
@@ -414,6 +434,10 @@ def parse(text: str, path: str = "<input>") -> Api:
 
 def attr_struct(resource: str) -> str:
     return f"attr_{resource}_t"
+
+
+def upstream_attr_struct(resource: str) -> str:
+    return f"{resource}_attr_t"
 
 
 def impl_class(resource: str) -> str:
@@ -532,8 +556,12 @@ class HeaderWriter:
             self.emit(f"// Attributes of a {resource.name} ({resource.doc}).")
             self.emit(f"struct {attr_struct(resource.name)} {{")
             for attr in resource.attrs:
-                self.emit(f"  {attr.type} {attr.name} = {attr.default};  // {attr.doc}")
-            self.emit("};", "")
+                output = "output, set by the runtime: " if attr.output else ""
+                self.emit(f"  {attr.type} {attr.name} = {attr.default};  // {output}{attr.doc}")
+            self.emit("};",
+                      "// Upstream LCI's name of the struct, for programs written for it.",
+                      f"using {upstream_attr_struct(resource.name)} = {attr_struct(resource.name)};",
+                      "")
 
     def detail_declarations(self):
         self.emit("namespace detail {", "",
@@ -555,15 +583,22 @@ class HeaderWriter:
                   "// Pointer-like: empty by default, copies name the same resource.",
                   f"class {name} {{",
                   " public:",
+                  f"  using attr_t = {attr_struct(resource.name)};",
                   f"  {impl}* p_impl = nullptr;",
                   "",
                   f"  {name}() = default;",
-                  f"  explicit {name}({impl}* p) : p_impl(p) {{}}",
-                  "  bool is_empty() const { return p_impl == nullptr; }",
-                  "  // The runtime reaches the resource through here, so every use of an",
+                  f"  explicit {name}({impl}* p) : p_impl(p) {{}}")
+        if resource.sentinels:
+            self.emit(f"  // Empty also for the sentinels 1 .. {resource.sentinels}, which name no resource.",
+                      "  bool is_empty() const {",
+                      f"    return reinterpret_cast<std::uintptr_t>(p_impl) <= {resource.sentinels};",
+                      "  }")
+        else:
+            self.emit("  bool is_empty() const { return p_impl == nullptr; }")
+        self.emit("  // The runtime reaches the resource through here, so every use of an",
                   "  // empty handle is refused with an exception.",
                   f"  {impl}* get_impl() const {{",
-                  "    if (p_impl == nullptr) {",
+                  "    if (is_empty()) {",
                   f"      throw std::invalid_argument({cpp_string(name + ': empty handle')});",
                   "    }",
                   "    return p_impl;",
@@ -572,7 +607,9 @@ class HeaderWriter:
                   f"  bool operator==(const {name}& other) const {{ return p_impl == other.p_impl; }}",
                   f"  bool operator!=(const {name}& other) const {{ return p_impl != other.p_impl; }}")
         if resource.attrs:
-            self.emit("", "  // The attributes it was allocated with; throw if empty.")
+            self.emit("", "  // The attributes it was allocated with (output attributes as the",
+                      "  // runtime set them); throw if empty.",
+                      "  attr_t get_attr() const { return detail::get_attr(get_impl()); }")
         for attr in resource.attrs:
             self.emit(f"  {attr.type} get_attr_{attr.name}() const {{",
                       f"    return detail::get_attr(get_impl()).{attr.name};",
@@ -691,7 +728,9 @@ class SourceWriter:
         for attr in resource.attrs:
             variable = cpp_string(f"LCI_ATTR_{attr.name.upper()}")
             enum = self.api.enum(attr.type)
-            if enum:
+            if attr.output:
+                self.emit(f"  // {attr.name}: an output attribute, set by the runtime.")
+            elif enum:
                 self.emit(f"  read_attr_env({variable}, {enum.stem}_names, &attr.{attr.name});")
             elif attr.type in ENV_UNREADABLE_TYPES:
                 self.emit(f"  // {attr.name} ({attr.type}) cannot come from the environment.")

@@ -25,6 +25,7 @@ class named_context_t final : public net_context_t {
   std::unique_ptr<net_device_t> alloc_device(const net_device_attr_t&) override {
     return nullptr;
   }
+  bool supports_put_imm() const override { return false; }
 
  private:
   int rank_;
