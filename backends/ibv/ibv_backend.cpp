@@ -38,8 +38,7 @@ ibv_bootstrap_t over(bootstrap::bootstrap_t& bootstrap) {
 
 std::unique_ptr<backend::net_context_t> open_context(const backend::net_context_args_t& args) {
   LCI_ASSERT(args.bootstrap != nullptr, "opening ibv without a bootstrap");
-  ibv_context_options_t options;
-  options.device_name = args.device_name;
+  const ibv_context_options_t options = parse_device_name(args.device_name);
   return std::make_unique<ibv_context_t>(get_real_verbs(), args.bootstrap->rank_me(),
                                          args.bootstrap->rank_n(), over(*args.bootstrap),
                                          options);

@@ -66,6 +66,23 @@ ibv_context_t::ibv_context_t(verbs_t& verbs, int rank, int ranks_count, ibv_boot
   }
 }
 
+ibv_context_options_t parse_device_name(const std::string& value) {
+  ibv_context_options_t options;
+  const std::size_t colon = value.rfind(':');
+  options.device_name = value.substr(0, colon);
+  if (colon == std::string::npos) return options;
+  const std::string port = value.substr(colon + 1);
+  const bool digits = !port.empty() && port.size() <= 3 &&
+                      port.find_first_not_of("0123456789") == std::string::npos;
+  const int number = digits ? std::stoi(port) : 0;
+  if (number < 1 || number > 255) {
+    throw std::invalid_argument("device_name = \"" + value +
+                                "\": the port after ':' must be a number in [1, 255]");
+  }
+  options.port_num = static_cast<std::uint8_t>(number);
+  return options;
+}
+
 ibv_context_t::~ibv_context_t() {
   const int error = verbs_.close_device(context_);
   LCI_ASSERT(error == 0, "close_device failed: a device of this context is still open");

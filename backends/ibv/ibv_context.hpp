@@ -43,6 +43,12 @@ struct ibv_context_options_t {
   std::uint8_t port_num = 1;
 };
 
+// LCI_ATTR_DEVICE_NAME as the ibv backend reads it: "NAME" (port 1),
+// "NAME:PORT" or ":PORT" (the first device), e.g. "mlx5_0:2". Throws
+// std::invalid_argument naming the value when PORT is not a number in
+// [1, 255].
+ibv_context_options_t parse_device_name(const std::string& value);
+
 class ibv_context_t final : public backend::net_context_t {
  public:
   // Opens the device. Throws std::runtime_error naming the verbs table and

@@ -262,5 +262,32 @@ TEST(IbvContext, NoDeviceIsAClearError) {
   }
 }
 
+// LCI_ATTR_DEVICE_NAME picks the device and, after a colon, its port.
+TEST(IbvContext, DeviceNameSelectsDeviceAndPort) {
+  EXPECT_EQ(parse_device_name("mlx5_0").device_name, "mlx5_0");
+  EXPECT_EQ(parse_device_name("mlx5_0").port_num, 1);
+  EXPECT_EQ(parse_device_name("mlx5_0:2").device_name, "mlx5_0");
+  EXPECT_EQ(parse_device_name("mlx5_0:2").port_num, 2);
+  EXPECT_EQ(parse_device_name(":3").device_name, "");
+  EXPECT_EQ(parse_device_name(":3").port_num, 3);
+  EXPECT_EQ(parse_device_name("").device_name, "");
+  for (const char* bad : {"mlx5_0:", "mlx5_0:0", "mlx5_0:256", "mlx5_0:x", "mlx5_0:-1"}) {
+    EXPECT_THROW(parse_device_name(bad), std::invalid_argument) << bad;
+  }
+  // The port reaches the device: an emulated HCA has port 1 only, so port 2
+  // is refused when the context queries it, naming the query.
+  emu_options_t emu;
+  emu_fabric_t fabric(emu);
+  ibv_bootstrap_t bootstrap{[](const void*, std::size_t, void*) {}, [](const char*) {}};
+  try {
+    ibv_context_t context(fabric.verbs(0), 0, 1, bootstrap, parse_device_name(":2"));
+    ADD_FAILURE() << "a context opened port 2 of a one-port HCA";
+  } catch (const std::runtime_error& error) {
+    EXPECT_NE(std::string(error.what()).find("query_port"), std::string::npos) << error.what();
+  }
+  ibv_context_t context(fabric.verbs(0), 0, 1, bootstrap, parse_device_name(":1"));
+  EXPECT_EQ(context.port_num(), 1);
+}
+
 }  // namespace
 }  // namespace lci::backends::ibv
