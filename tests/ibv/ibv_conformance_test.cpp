@@ -50,6 +50,7 @@ class ibv_rank_ctx_t final : public sim_rank_ctx_t, private backend::net_context
   int rank_me() const override { return context_.rank_me(); }
   int rank_n() const override { return context_.rank_n(); }
   bool reads_ibv_attr() const override { return true; }
+  bool supports_put_imm() const override { return context_.supports_put_imm(); }
   std::unique_ptr<backend::net_device_t> alloc_device(
       const backend::net_device_attr_t& requested) override {
     backend::net_device_attr_t with_td = requested;
