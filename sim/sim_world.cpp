@@ -265,6 +265,19 @@ void world_t::close_port(port_t* port) {
   }
 }
 
+packet_t* world_t::detach_early_locked(int rank) {
+  packet_t* early = nullptr;
+  for (std::uint32_t k = 0; k < options_.devices_per_rank_max; ++k) {
+    port_slot_t& s = slot(rank, k);
+    if (s.early_tail != nullptr) {
+      s.early_tail->next = early;
+      early = s.early_head;
+      s.early_head = s.early_tail = nullptr;
+    }
+  }
+  return early;
+}
+
 void world_t::crash_rank(int rank) {
   LCI_ASSERT(rank >= 0 && rank < options_.ranks_count, "crash_rank: rank out of range");
   packet_t* early = nullptr;
@@ -273,14 +286,7 @@ void world_t::crash_rank(int rank) {
     if (is_crashed(rank)) return;
     crashed_[rank].store(true, util::mo_release);  // release: pairs with is_crashed()
     crashed_count_.fetch_add(1, util::mo_relaxed);  // relaxed: a statistic
-    for (std::uint32_t k = 0; k < options_.devices_per_rank_max; ++k) {
-      port_slot_t& s = slot(rank, k);
-      if (s.early_tail != nullptr) {
-        s.early_tail->next = early;
-        early = s.early_head;
-        s.early_head = s.early_tail = nullptr;
-      }
-    }
+    early = detach_early_locked(rank);
   }
   if (options_.trace_events) std::fprintf(stderr, "lci sim: rank %d crashed\n", rank);
   if (scheduler_ != nullptr) scheduler_->trace(0xC0A5ull << 32 | static_cast<std::uint32_t>(rank));
@@ -310,14 +316,7 @@ void world_t::rank_exited(int rank) {
     // are emptied below, so a delivery that takes a port's lock after that
     // finds the mark and fails instead of waiting.
     exited_[rank].store(true, util::mo_release);
-    for (std::uint32_t k = 0; k < options_.devices_per_rank_max; ++k) {
-      port_slot_t& s = slot(rank, k);
-      if (s.early_tail != nullptr) {  // a device it never allocated
-        s.early_tail->next = early;
-        early = s.early_head;
-        s.early_head = s.early_tail = nullptr;
-      }
-    }
+    early = detach_early_locked(rank);  // devices it never allocated
   }
   for (std::uint32_t k = 0; k < options_.devices_per_rank_max; ++k) {
     port_t* port = find_port(rank, k);

@@ -542,6 +542,9 @@ class world_t {
   detail::port_t* find_port(int rank, std::uint32_t device_index);
   std::uint64_t count_add(util::atomic<std::uint64_t>& counter, std::uint64_t delta);
   port_slot_t& slot(int rank, std::uint32_t device_index) const;
+  // Under lock_: takes the packets held for `rank`'s devices not yet
+  // allocated, as one list (crash_rank, rank_exited fail them).
+  detail::packet_t* detach_early_locked(int rank);
 
   const world_options_t options_;
   scheduler_t* scheduler_ = nullptr;
