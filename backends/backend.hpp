@@ -263,6 +263,9 @@ class net_device_t {
   // it cannot pin); the protocol then moves the data without one.
   [[nodiscard]] virtual error_t register_memory(void* address, std::size_t size,
                                                 net_mr_t* mr) = 0;
+  // Every registration is deregistered before its device is destroyed (a
+  // verbs PD, like an ofi domain, refuses to close with one standing; the
+  // simulator reports such a device as a leftover).
   virtual void deregister_memory(net_mr_t* mr) = 0;
   // What a peer needs to address `mr`: base = mr.base, size = mr.size
   // (never 0), and the key. Throws std::invalid_argument for an empty mr.

@@ -260,7 +260,10 @@ void world_t::close_port(port_t* port) {
   port->open = false;
   port->drop_recvs();
   for (detail::registration_t& registration : port->registrations) {
-    if (registration.live) ++registration.generation;
+    if (registration.live) {
+      ++registration.generation;
+      ++port->registrations_left_at_close;
+    }
     registration.live = false;
   }
 }
@@ -793,6 +796,11 @@ std::string world_t::describe_leftovers() const {
       detail::port_guard_t guard(port->lock, detail::port_guard_t::mode_t::wait);
       const std::size_t ops = live_ops_in_flight(*port);
       const std::size_t completions = live_completions(*port);
+      if (port->registrations_left_at_close != 0) {
+        text += "rank " + std::to_string(rank) + " device " + std::to_string(k) +
+                ": closed with " + std::to_string(port->registrations_left_at_close) +
+                " registrations standing (a verbs PD or an ofi domain refuses that)\n";
+      }
       if (ops == 0 && port->waiting_count == 0 && completions == 0) continue;
       text += "rank " + std::to_string(rank) + " device " + std::to_string(k) + ": " +
               std::to_string(ops) + " ops never completed, " +

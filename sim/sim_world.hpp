@@ -379,6 +379,9 @@ struct port_t {
   std::size_t waiting_count = 0;
   std::vector<registration_t> registrations;  // fixed size
   std::uint64_t registrations_made = 0;       // successful register_memory calls
+  // Registrations still standing when the device closed: a leftover (a
+  // verbs PD, like an ofi domain, refuses to close with one on it).
+  std::size_t registrations_left_at_close = 0;
   // Dead peers this device has reported (peer_down, once each): by rank,
   // and how many crashes of the world it has looked at.
   std::vector<bool> peers_reported;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <exception>
 #include <stdexcept>
 #include <string>
 
@@ -536,7 +537,42 @@ void ibv_device_t::drain() {
 
 ibv_device_t::~ibv_device_t() {
   drain();
+  // Destroyed while an exception unwinds (a program failing; the simulator
+  // ends a crashed rank this way): no goodbye, so that the peers find this
+  // device gone as they find a crashed process's.
+  if (std::uncaught_exceptions() == 0) {
+    say_goodbye();
+    drain();  // the goodbyes: acknowledged once the peers' HCAs have them
+  }
   destroy_verbs_objects();
+}
+
+// Tells every peer still there that this device closes while its process
+// goes on: without it, a peer that probes this device later finds the QPs
+// gone and reports this rank crashed. A zero-byte send on the peer's RMA QP,
+// whose SRQ holds only the device's own notices: a send lands there for no
+// other reason (take_recv_wc). After drain(): the send queues have room
+// and every op is back. A peer that is gone makes the goodbye fail, which
+// is not reported (take_send_error).
+void ibv_device_t::say_goodbye() {
+  for (std::size_t rank = 0; rank < peers_.size(); ++rank) {
+    peer_t& peer = peers_[rank];
+    if (static_cast<int>(rank) == rank_ || is_dead(peer) || peer.closed) continue;
+    op_t* op = nullptr;
+    {
+      util::spinlock_guard_t pool(send_pool_lock_.lock);
+      op = alloc_op(false);
+    }
+    LCI_ASSERT(op != nullptr, "no send op free after the drain");
+    op->state = op_state_t::settled;
+    op->opcode = IBV_WR_SEND;
+    op->rank = static_cast<int>(rank);
+    op->silent = true;
+    op->is_goodbye = true;
+    channel_t& channel = channel_of(op);
+    util::spinlock_guard_t guard(*channel.lock);
+    if (post_wr(channel, op) != 0) release_op(op);  // a QP in error: the peer learns it anyway
+  }
 }
 
 // Everything created so far, in dependency order (QPs before the SRQs and
@@ -645,7 +681,7 @@ error_t ibv_device_t::fill_op(op_t* op, const post_args_t& args) {
 ibv_device_t::channel_t& ibv_device_t::channel_of(const op_t* op) {
   peer_t& peer = peers_[static_cast<std::size_t>(op->rank)];
   const bool is_send = op->opcode == IBV_WR_SEND || op->opcode == IBV_WR_SEND_WITH_IMM;
-  return peer.channels[is_send ? message_channel : rma_channel];
+  return peer.channels[is_send && !op->is_goodbye ? message_channel : rma_channel];
 }
 
 int ibv_device_t::post_wr(channel_t& channel, op_t* op) {
@@ -892,7 +928,15 @@ void ibv_device_t::settle_deferred_of_dead(peer_t& peer, channel_t& channel) {
 bool ibv_device_t::take_send_error(const ibv_wc& wc, op_t* op, net_status_t* status) {
   peer_t& peer = peers_[static_cast<std::size_t>(op->rank)];
   channel_t& channel = channel_of(op);
+  if (op->is_goodbye) {  // never reported: the device is closing
+    release_op(op);
+    return false;
+  }
   if (op->is_probe) {  // never reported: it finds out whether the peer is there
+    if (peer.closed) {  // posted before its goodbye came: its QPs are gone, not it
+      release_op(op);
+      return false;
+    }
     if (wc.status == IBV_WC_RETRY_EXC_ERR && !is_dead(peer)) {
       if (channel.repair_rounds < probe_rounds_max) {
         ++channel.repair_rounds;
@@ -937,6 +981,12 @@ bool ibv_device_t::take_send_error(const ibv_wc& wc, op_t* op, net_status_t* sta
 
 bool ibv_device_t::take_recv_wc(const ibv_wc& wc, op_t* op, net_status_t* status) {
   if (wc.status != IBV_WC_SUCCESS) {  // a message over the buffer: the sender hears of it
+    op->state = op_state_t::deferred;
+    recvs_to_repost_.push(op);
+    return false;
+  }
+  if (op->is_notice && wc.opcode == IBV_WC_RECV) {  // a peer's goodbye (say_goodbye)
+    peers_[static_cast<std::size_t>(rank_of_qp_num(wc.qp_num))].closed = true;
     op->state = op_state_t::deferred;
     recvs_to_repost_.push(op);
     return false;
@@ -1012,7 +1062,7 @@ bool ibv_device_t::probe_next_peer() {
     probe_next_rank_ = (probe_next_rank_ + 1) % peers_.size();
     peer_t& peer = peers_[rank];
     channel_t& channel = peer.channels[rma_channel];
-    if (static_cast<int>(rank) == rank_ || is_dead(peer)) continue;
+    if (static_cast<int>(rank) == rank_ || is_dead(peer) || peer.closed) continue;
     util::try_lock_guard_t guard(*channel.lock);
     if (!guard.owns_lock()) continue;  // a poster is using it: not idle
     // relaxed: under the lock only the poller (this thread) changes them.

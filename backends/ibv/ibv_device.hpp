@@ -46,7 +46,12 @@
 // sends to, an idle device probes its peers in turn with a zero-byte RDMA
 // write (8 empty polls in a row trigger one probe); a probe that times out
 // 8 times in a row (the QP re-established in between) means the peer is
-// gone (a dead process's QPs are destroyed with it).
+// gone (a dead process's QPs are destroyed with it). A device that closes
+// while its process goes on says goodbye first: a zero-byte send on each
+// peer's RMA QP (nothing else sends there), after which the peer no longer
+// probes it; so a peer's free_device is never reported as its crash. An
+// operation posted to a device that said goodbye still fails as to a dead
+// peer (nothing will ever take it).
 //
 // Thread safety: every method may run concurrently. Try-locks (paper
 //                §4.2.2; busy: retry_lock, or 0 completions) per queue:
@@ -64,8 +69,8 @@
 //                ibv_device.cpp), and freed or settled ops, which go back
 //                through lock-free push-only lists (op_inbox_t).
 // Blocking:      never, except the destructor, which polls (calling the
-//                bootstrap's wait hook) until every accepted send has
-//                completed. A poll_comp that finds nothing calls the wait
+//                bootstrap's wait hook) until every accepted send, and
+//                then every goodbye, has completed. A poll_comp that finds nothing calls the wait
 //                hook once, holding no lock of the device (a scheduling
 //                point under the simulator).
 // Ownership:     backend.hpp's; the device owns its verbs objects.
@@ -153,6 +158,7 @@ class ibv_device_t final : public backend::net_device_t {
     bool is_notice = false;  // one of the device's own receives on the RMA SRQ
     bool silent = false;                 // an "s" variant: success not reported
     bool is_probe = false;               // the device's own liveness probe
+    bool is_goodbye = false;             // the device's own farewell (say_goodbye)
     bool is_inline = false;
     int rank = -1;
     void* user_context = nullptr;
@@ -224,6 +230,7 @@ class ibv_device_t final : public backend::net_device_t {
     ibv_gid remote_gid{};  // addresses the peer on RoCE (Ethernet link layer)
     util::atomic<bool> dead{false};  // unreachable: every operation fails (set by the poller)
     bool dead_reported = false;      // the poller's
+    bool closed = false;  // the poller's: its device said goodbye (never probed again)
   };
   struct post_args_t;
 
@@ -266,6 +273,7 @@ class ibv_device_t final : public backend::net_device_t {
   void check_async_events();
   void repair_peers();
   bool probe_next_peer();
+  void say_goodbye();
   void post_deferred(channel_t& channel);
   int rank_of_qp_num(std::uint32_t qp_num) const;
   void drain();

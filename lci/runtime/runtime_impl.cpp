@@ -151,8 +151,7 @@ void runtime_impl_t::drain_devices() {
 }
 
 runtime_impl_t::~runtime_impl_t() {
-  // Registrations the user left: closing their devices forgets them.
-  mrs_.clear();
+  release_mrs_of(nullptr);
   // Devices first: closing a network device drops its pre-posted receives,
   // whose packets the pools then reclaim.
   devices_.clear();
@@ -274,8 +273,28 @@ void runtime_impl_t::free_device(device_impl_t* device) {
     }
   }
   device->drain_before_close();
+  release_mrs_of(device);
   if (device == default_device_) default_device_ = nullptr;
   erase_live(devices_, device, "free_device: device");
+}
+
+void runtime_impl_t::release_mrs_of(const device_impl_t* device) {
+  std::vector<std::unique_ptr<mr_impl_t>> left;
+  {
+    util::spinlock_guard_t guard(resources_lock_);
+    const auto on_device = [device](const std::unique_ptr<mr_impl_t>& mr) {
+      return device == nullptr || mr->device == device;
+    };
+    for (auto& mr : mrs_) {
+      if (on_device(mr)) left.push_back(std::move(mr));
+    }
+    mrs_.erase(std::remove(mrs_.begin(), mrs_.end(), nullptr), mrs_.end());
+  }
+  // Outside the lock: deregistering talks to the network.
+  for (const auto& mr : left) {
+    mr->device->net().deregister_memory(&mr->net_mr);
+    mr->device->return_standing_registration();
+  }
 }
 
 packet_pool_impl_t* runtime_impl_t::alloc_packet_pool(const attr_packet_pool_t& attr_in) {

@@ -70,8 +70,10 @@ class runtime_impl_t {
   comp_impl_t* adopt_comp(std::unique_ptr<comp_impl_t> comp);
   void free_comp(comp_impl_t* comp);
   // Memory registrations: the caller deregisters from the network what
-  // take_mr hands back; registrations left at destruction are dropped with
-  // their devices.
+  // take_mr hands back. Registrations the program left on a device are
+  // deregistered when the device is freed, and all of them at destruction
+  // (release_mrs_of): a network may refuse to close a device with one
+  // standing (a verbs protection domain is busy while an MR is on it).
   mr_impl_t* adopt_mr(std::unique_ptr<mr_impl_t> mr);
   std::unique_ptr<mr_impl_t> take_mr(mr_impl_t* mr);
 
@@ -149,6 +151,9 @@ class runtime_impl_t {
   [[noreturn]] void throw_peer_crashed(int rank) const;
   template <typename T>
   std::unique_ptr<T> take_live(std::vector<std::unique_ptr<T>>& list, T* item, const char* what);
+  // Deregisters the program's registrations on `device` (on every device:
+  // nullptr); their handles are then refused as deregistered.
+  void release_mrs_of(const device_impl_t* device);
   template <typename T>
   void erase_live(std::vector<std::unique_ptr<T>>& list, T* item, const char* what);
 

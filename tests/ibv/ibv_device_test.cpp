@@ -5,7 +5,8 @@
 //     the QP is re-established;
 //   - a peer whose QPs are gone is unreachable: the operation fails with
 //     peer_crashed naming the rank, the device reports the rank once
-//     (peer_down), and later operations to it fail at once.
+//     (peer_down), and later operations to it fail at once;
+//   - a peer that frees its device (its process going on) is not reported.
 // Two simulated ranks (fibers, seeded), each opening its own emulated HCA.
 #include <gtest/gtest.h>
 
@@ -165,6 +166,56 @@ TEST(IbvDevice, UnreachablePeerFailsNamingItsRankAndIsReportedOnce) {
     EXPECT_NE(describe_fault(statuses[0]).find("rank 1"), std::string::npos)
         << describe_fault(statuses[0]);
     env.barrier();
+  });
+}
+
+// A peer that frees one device goes on using another: its goodbye keeps
+// this side's idle twin of the freed device from probing it, so the silence
+// of its destroyed QPs is not taken for a crash (peer_down). Long enough
+// for the probes to declare it dead otherwise (8 probes timing out, each
+// after the QP's transport retries); the busy device's traffic keeps the
+// run going meanwhile.
+TEST(IbvDevice, PeerThatFreesADeviceIsNotReportedDead) {
+  constexpr int round_trips = 3000;
+  run_two_ranks(sim::seed_from_env(55), [](sim::rank_env_t& env, ibv_context_t& context) {
+    auto idle = context.alloc_device({});  // collective: both ranks allocate both
+    auto busy = context.alloc_device({});
+    if (env.rank() == 1) idle.reset();
+    const int peer = 1 - env.rank();
+    char buffer[8] = {};
+    net_mr_t mr;
+    post_retrying(env, *busy, [&] { return busy->register_memory(buffer, sizeof(buffer), &mr); });
+    std::vector<net_status_t> idle_statuses;
+    const auto receive = [&] {
+      post_retrying(env, *busy, [&] { return busy->post_recv(buffer, sizeof(buffer), mr, nullptr); });
+      std::vector<net_status_t> statuses;
+      poll_until(env, *busy, &statuses, [&] {
+        if (idle != nullptr) {
+          net_status_t batch[8];
+          const std::size_t count = idle->poll_comp(batch, 8);
+          idle_statuses.insert(idle_statuses.end(), batch, batch + count);
+        }
+        return !statuses.empty();
+      }, "the ping");
+      ASSERT_EQ(statuses[0].opcode, net_opcode_t::recv) << describe_fault(statuses[0]);
+    };
+    const auto send = [&] {
+      post_retrying(env, *busy, [&] { return busy->post_sends(peer, "ping", 5, 0); });
+    };
+    for (int trip = 0; trip < round_trips; ++trip) {
+      if (env.rank() == 0) {
+        send();
+        receive();
+      } else {
+        receive();
+        send();
+      }
+    }
+    EXPECT_TRUE(idle_statuses.empty())
+        << "the idle device reported " << idle_statuses.size() << ", the first "
+        << describe_fault(idle_statuses.front());
+    env.barrier();
+    busy->deregister_memory(&mr);
   });
 }
 

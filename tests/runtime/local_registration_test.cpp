@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -105,6 +106,34 @@ TEST(LocalRegistration, RegistersLocalBuffersWhenTheNetworkRequiresIt) {
 TEST(LocalRegistration, RegistersOnlyWhatAPeerAddressesOtherwise) {
   LCI_SIM_ONLY("counts the simulator's registrations");
   expect_exchanges_ok(/*requires_local_mr=*/false);
+}
+
+// Registrations a program leaves are deregistered with their device (a
+// verbs PD, like an ofi domain, refuses to close with one standing; the
+// simulator reports such a device as a leftover): one on a device it frees,
+// whose handle is then refused, and one on the default device at
+// g_runtime_fina.
+TEST(LocalRegistration, LeftRegistrationsGoWithTheirDevice) {
+  lci::sim::sweep_t sweep;
+  sweep.seeds_count = 2;
+  sweep.configure = [](lci::sim::run_options_t& options) { options.log = false; };
+  lci::sim::expect_runs_ok(2, sweep, [](lci::sim::rank_env_t&) {
+    lci::g_runtime_init();
+    std::vector<char> buffer(rma_bytes);
+    lci::device_t device = lci::alloc_device();
+    lci::mr_t on_freed = lci::register_memory_x(buffer.data(), buffer.size()).device(device)();
+    lci::mr_t on_default = lci::register_memory(buffer.data(), buffer.size());
+    (void)on_default;  // left for g_runtime_fina
+    lci::free_device(&device);
+    bool refused = false;
+    try {
+      lci::deregister_memory(&on_freed);
+    } catch (const std::invalid_argument&) {
+      refused = true;
+    }
+    require(refused, "deregister_memory accepted a registration its freed device took along");
+    lci::g_runtime_fina();
+  });
 }
 
 }  // namespace

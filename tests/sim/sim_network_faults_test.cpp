@@ -162,6 +162,7 @@ TEST(SimNetworkFaults, RegistrationsMaxGivesRetryNomem) {
     require(device->register_memory(buffer, 8, &mrs[3]) == errorcode_t::retry_nomem, "full");
     device->deregister_memory(&mrs[0]);
     require(device->register_memory(buffer, 8, &mrs[3]).is_done(), "a freed slot");
+    for (int i = 1; i < 4; ++i) device->deregister_memory(&mrs[i]);
   });
   EXPECT_TRUE(report.ok) << report.report;
 }
