@@ -1,5 +1,5 @@
 // libFuzzer target for the packet header of an eager message
-// (lci/protocol/immediate.hpp, decode_eager_arrival: what handle_eager in
+// (lci/wire/immediate.hpp, decode_eager_arrival: what handle_eager in
 // eager.cpp reads of an eager_send or eager_am arrival). The arrival's bytes
 // sit in a heap buffer of exactly their length, so a read past them is an
 // ASan report. Checked:
@@ -29,7 +29,7 @@
 #include <cstring>
 #include <memory>
 
-#include "lci/protocol/immediate.hpp"
+#include "lci/wire/immediate.hpp"
 
 namespace {
 

@@ -1,4 +1,4 @@
-// libFuzzer target for the immediate data (lci/protocol/immediate.hpp): the
+// libFuzzer target for the immediate data (lci/wire/immediate.hpp): the
 // 32 bits every LCI message carries are read by the target with imm_type,
 // imm_has_header, imm_value and unpack_imm_value, whatever the network
 // delivered. Checked for every word:
@@ -25,7 +25,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "lci/protocol/immediate.hpp"
+#include "lci/wire/immediate.hpp"
 
 namespace {
 

@@ -1,6 +1,6 @@
 // libFuzzer target for the rendezvous control messages (RTS, RTR, and the
 // chunk header of a rendezvous copied through packets) as they arrive
-// (lci/protocol/control.hpp: decode_rts, decode_rtr, decode_rdv_chunk, what
+// (lci/wire/control.hpp: decode_rts, decode_rtr, decode_rdv_chunk, what
 // progress reads before handle_rts / handle_rtr / handle_rdv_chunk act). The arrival's bytes sit in a
 // heap buffer of exactly their length, so a read past them is an ASan
 // report. Checked:
@@ -25,7 +25,7 @@
 #include <cstring>
 #include <memory>
 
-#include "lci/protocol/control.hpp"
+#include "lci/wire/control.hpp"
 
 namespace {
 

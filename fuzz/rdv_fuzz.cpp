@@ -29,8 +29,8 @@
 #include <stdexcept>
 #include <vector>
 
-#include "lci/protocol/immediate.hpp"
 #include "lci/runtime/rdv_table.hpp"
+#include "lci/wire/immediate.hpp"
 
 namespace {
 

@@ -6,11 +6,13 @@
 //
 // Its sends complete with the network semantic, whatever the caller asks:
 // programs end with a barrier before they free a device or the runtime (the
-// runtime's own leaving barrier, runtime_impl_t::leave(), right before its
+// runtime's own leaving barrier, leave_runtime(), right before its
 // teardown), so a barrier must leave nothing in the network: a send done
 // at once (memory semantic) may still be read from its packet, which the
 // teardown frees, and its completion would be left unpolled.
 #include "lci/collective/barrier.hpp"
+
+#include <string>
 
 #include "lci/api/lci_generated.hpp"
 #include "lci/collective/collective.hpp"
@@ -46,6 +48,23 @@ status_t run_barrier(runtime_impl_t& rt, device_impl_t& device,
   const collective::call_t call{&rt,    &device,  &matching_engine, comp_semantic_t::network,
                                 nullptr, sequence, "barrier"};
   return collective::run_blocking(call, barrier_schedule(rt.rank_me(), rt.rank_n()));
+}
+
+void leave_runtime(runtime_impl_t& rt) {
+  rt.mark_leaving();
+  device_impl_t* device = rt.default_device();
+  // A raw default device carries no protocol message: its program
+  // synchronises its own leaving (docs/api_compat.md, "Raw network layer").
+  if (rt.rank_n() == 1 || device == nullptr || device->raw()) return;
+  for (int rank = 0; rank < rt.rank_n(); ++rank) {
+    if (rt.is_peer_dead(rank)) return;
+  }
+  const status_t status = run_barrier(rt, *device, rt.collective_matching_engine());
+  if (status.error == errorcode_t::fatal) {
+    throw peer_failure_error(status.rank, "lci: rank " + std::to_string(status.rank) +
+                                              " crashed before it finalized (found by the "
+                                              "finalizing barrier)");
+  }
 }
 
 }  // namespace detail

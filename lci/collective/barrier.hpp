@@ -1,6 +1,6 @@
 // run_barrier(): the blocking dissemination barrier (barrier.cpp) for
 // callers inside the runtime: the barrier a leaving rank runs
-// (runtime_impl_t::leave()).
+// (leave_runtime()).
 //
 // Thread safety: collective: the collectives of one device are called in
 //                the same order on every rank (one at a time per device);
@@ -21,5 +21,17 @@ class matching_engine_impl_t;
 
 status_t run_barrier(runtime_impl_t& rt, device_impl_t& device,
                      matching_engine_impl_t& matching_engine);
+
+// Leaving (docs/design/runtime.md, "Leaving"). Collective, right before
+// the runtime's destruction (free_runtime, g_runtime_fina): a barrier on
+// the default device, so that no rank exits while a peer may still
+// progress and take the exit for a crash. From this call on, a peer's death
+// is no longer thrown by progress (runtime_impl_t::mark_leaving); a peer
+// that crashed before it entered the barrier is thrown here
+// (std::runtime_error naming it). No barrier with one rank, without a
+// default device or with a raw one (it carries no protocol message), or
+// with a peer known dead (it could not complete).
+// Blocking: until every rank has called it (or a crash is found).
+void leave_runtime(runtime_impl_t& rt);
 
 }  // namespace lci::detail

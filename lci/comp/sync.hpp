@@ -16,7 +16,7 @@
 // Allocation:    the slot array (threshold statuses), once, at construction;
 //                none for threshold 1, whose one slot is a member (a post
 //                with allow_posted = false waits on such a synchronizer on
-//                the stack: lci/protocol/post_ops.cpp).
+//                the stack: lci/ops/post_ops.cpp).
 // Limits:        1 <= threshold <= threshold_max (std::invalid_argument
 //                otherwise). The (threshold + 1)-th signal of a round
 //                (before the test() that resets) fails an LCI_ASSERT.

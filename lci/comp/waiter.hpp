@@ -1,6 +1,6 @@
 // waiter_impl_t: the completion object of one operation that its poster
 // waits for (a post with allow_posted = false: COMP_NULL, COMP_NULL_RETRY;
-// lci/protocol/post_ops.cpp). Not a user's object: it lives on the
+// lci/ops/post_ops.cpp). Not a user's object: it lives on the
 // poster's stack for one post. It is built on every such post, and most of
 // those complete at once and never signal it, so it is a flag and a status
 // where a synchronizer (sync.hpp) has a claim counter, a slot array and an

@@ -7,10 +7,10 @@
 
 #include "lci/api/lci_config.hpp"
 #include "lci/protocol/arrival.hpp"
-#include "lci/protocol/control.hpp"
 #include "lci/protocol/protocol.hpp"
 #include "lci/runtime/device_impl.hpp"
 #include "lci/runtime/runtime_impl.hpp"
+#include "lci/wire/control.hpp"
 
 namespace lci::detail {
 
@@ -183,7 +183,7 @@ void dispatch(device_impl_t& device, const backend::net_status_t& status) {
     // report) fails everything waiting on it, and is thrown once per
     // runtime: later faults naming it only complete their operations. Not
     // thrown while this rank leaves: the peer has most likely left too,
-    // and the leaving barrier tells a crash apart (runtime_impl_t::leave()).
+    // and the leaving barrier tells a crash apart (leave_runtime()).
     if (status.fault == backend::net_fault_t::peer_crashed &&
         (!device.runtime()->fail_peer(status.rank) || device.runtime()->leaving())) {
       return;
@@ -248,6 +248,23 @@ error_t progress_device(device_impl_t& device) {
   progressed = device.replenish_receives() || progressed || polled > 0;
   if (first_error) std::rethrow_exception(first_error);
   return progressed ? errorcode_t::done : errorcode_t::retry;
+}
+
+void drain_before_close(device_impl_t& device) {
+  // A network that no longer runs would never take the steps: they are
+  // dropped with the device.
+  host_t& host = device.runtime()->host();
+  while (device.backlog_steps_left() && host.network_running()) {
+    try {
+      if (progress_device(device).is_retry()) host.idle("device backlog before close");
+    } catch (const std::exception&) {
+      // Teardown: a fault reported now has no one left to hear it.
+    }
+  }
+}
+
+void drain_devices(runtime_impl_t& runtime) {
+  for (device_impl_t* device : runtime.devices()) drain_before_close(*device);
 }
 
 }  // namespace lci::detail

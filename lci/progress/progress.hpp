@@ -25,10 +25,24 @@
 namespace lci::detail {
 
 class device_impl_t;
+class runtime_impl_t;
 
 // done when anything happened, retry when there was nothing to do. Throws
 // std::invalid_argument for a raw device (device_impl.hpp).
 error_t progress_device(device_impl_t& device);
+
+// Before `device` closes (free_device): progresses it until no protocol
+// step waits in its backlog, so nothing this rank promised to send is
+// dropped (a step for a crashed peer completes with a fault, which is
+// swallowed here). Blocking: until then, or until the network stops running.
+void drain_before_close(device_impl_t& device);
+// drain_before_close() for every device of `runtime`: after it left
+// (leave_runtime, lci/collective/barrier.hpp), right before its
+// destruction. Not in the destructor: waiting for the network may be a
+// scheduling point that unwinds (a simulated run torn down), which a
+// destructor must not let through. A runtime destroyed without it (its host
+// torn down, network_running() false) drops its backlogs.
+void drain_devices(runtime_impl_t& runtime);
 
 // Waits until `comp` (a synchronizer or a post's waiter: test(status_t*)) is
 // signalled and writes its status to *out: progresses `device` between

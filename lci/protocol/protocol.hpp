@@ -22,55 +22,16 @@
 
 #include "backends/backend.hpp"
 #include "lci/api/lci_types.hpp"
-#include "lci/protocol/immediate.hpp"
-#include "lci/protocol/request.hpp"
+#include "lci/runtime/post_args.hpp"
+#include "lci/runtime/request.hpp"
+#include "lci/wire/immediate.hpp"
 
 namespace lci::detail {
 
 class arrival_t;
 class device_impl_t;
 class matching_engine_impl_t;
-class comp_impl_t;
 
-// One operation, with every default resolved.
-struct post_args_t {
-  direction_t direction = direction_t::OUT;
-  int rank = 0;
-  void* buffer = nullptr;
-  std::size_t size = 0;
-  comp_impl_t* comp = nullptr;  // nullptr: COMP_NULL / COMP_NULL_RETRY
-  device_impl_t* device = nullptr;
-  matching_engine_impl_t* matching_engine = nullptr;
-  comp_semantic_t comp_semantic = comp_semantic_t::memory;
-  backend::net_mr_t mr;  // empty: the runtime registers what it needs
-  std::uintptr_t remote_disp = 0;
-  rmr_t rmr;
-  tag_t tag = 0;
-  rcomp_t remote_comp = 0;
-  void* user_context = nullptr;
-  matching_policy_t matching_policy = matching_policy_t::rank_tag;
-  bool allow_done = true;
-  // false reaches the protocols only for a receive that may retry
-  // (at_once_only()): post_ops.cpp waits for every other operation posted
-  // with allow_posted = false (COMP_NULL, COMP_NULL_RETRY) itself.
-  bool allow_posted = true;
-  bool allow_retry = true;
-};
-
-// A post that allow_retry(false) (or COMP_NULL) sent to the backlog
-// (post_comm): its arguments, from the device's pool (device_pools_t). It
-// always has a completion object (COMP_NULL's is the post's own, which
-// post_ops.cpp waits for), so the caller's buffer stays in use until that
-// is signalled: no copy of the payload is needed.
-struct deferred_post_t {
-  post_args_t args;
-};
-
-// A receive that takes an arrived message (done) or leaves nothing behind
-// (retry): allow_posted(false) or COMP_NULL_RETRY.
-inline bool at_once_only(const post_args_t& args) {
-  return !args.allow_posted && args.allow_retry;
-}
 // Throws std::runtime_error: `what` (an active message, a remote
 // completion) arrived from `rank` naming `rcomp`, which nobody registered
 // here; `consequence` (may be empty) says what else follows.

@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "lci/comp/comp_impl.hpp"
-#include "lci/protocol/request.hpp"
 #include "lci/runtime/device_impl.hpp"
+#include "lci/runtime/request.hpp"
 #include "lci/runtime/runtime_impl.hpp"
 #include "lci/util/assert.hpp"
 

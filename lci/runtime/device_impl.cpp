@@ -5,10 +5,9 @@
 #include <stdexcept>
 #include <string>
 
-#include "lci/progress/progress.hpp"
-#include "lci/protocol/immediate.hpp"
 #include "lci/runtime/runtime_impl.hpp"
 #include "lci/util/assert.hpp"
+#include "lci/wire/immediate.hpp"
 
 namespace lci::detail {
 
@@ -270,18 +269,6 @@ void device_impl_t::finish_backlog_step() {
   // before a caller told "drained" reuses anything.
   const std::int64_t before = backlog_steps_.fetch_sub(1, util::mo_release);
   LCI_ASSERT(before >= 1, "backlog steps went negative");
-}
-
-void device_impl_t::drain_before_close() {
-  // acquire: as in drained(). A network that no longer runs would never
-  // take the steps: they are dropped with the device.
-  while (backlog_steps_.load(util::mo_acquire) != 0 && runtime_->host().network_running()) {
-    try {
-      if (progress_device(*this).is_retry()) runtime_->host().idle("device backlog before close");
-    } catch (const std::exception&) {
-      // Teardown: a fault reported now has no one left to hear it.
-    }
-  }
 }
 
 bool device_impl_t::post_receives() {

@@ -5,7 +5,7 @@
 // A device allocated without a packet pool is a raw device (upstream LCI's
 // use of the raw network layer): it pre-posts nothing, and its network's
 // receive and completion queues belong to the program's net_* operations
-// (lci/runtime/net_ops.cpp). The protocol never touches it, so the two never
+// (lci/ops/net_ops.cpp). The protocol never touches it, so the two never
 // take each other's completions:
 //
 //   operation                                   with a packet pool   raw
@@ -44,11 +44,11 @@
 #include "backends/backend.hpp"
 #include "lci/api/lci_generated.hpp"
 #include "lci/backlog_queue/backlog_queue.hpp"
-#include "lci/protocol/protocol.hpp"
-#include "lci/protocol/request.hpp"
 #include "lci/runtime/backlog_step.hpp"
+#include "lci/runtime/post_args.hpp"
 #include "lci/runtime/rdv_table.hpp"
 #include "lci/runtime/recv_regions.hpp"
+#include "lci/runtime/request.hpp"
 #include "lci/runtime/resources.hpp"
 #include "lci/runtime/watch_list.hpp"
 #include "lci/util/atomic.hpp"
@@ -189,10 +189,12 @@ class device_impl_t {
     // acquire: pairs with the release in in_flight_mark_t::disarm().
     return in_flight_count_.load(util::mo_acquire) == 0;
   }
-  // Before the device closes: progresses until no protocol step waits in
-  // the backlog, so nothing this rank promised to send is dropped (a step
-  // for a crashed peer completes with a fault, which is swallowed here).
-  void drain_before_close();
+  // A protocol step waits in the backlog or runs (drain_before_close in
+  // lci/progress/progress.hpp progresses until none does).
+  bool backlog_steps_left() const {
+    // acquire: as in drained().
+    return backlog_steps_.load(util::mo_acquire) != 0;
+  }
 
   // Pre-posted receives: when the network offers multi-receive buffers
   // (net_device_attr_t::supports_multi_recv), a few receive regions take
@@ -279,7 +281,7 @@ class device_impl_t {
   // Steps pushed to the backlog and not yet finished, counting one that a
   // progress call popped and is running (the queue no longer holds it, yet
   // it may still read the caller's buffer or go back in): what drained()
-  // and drain_before_close() ask rather than the queue's emptiness.
+  // and backlog_steps_left() ask rather than the queue's emptiness.
   util::atomic<std::int64_t> backlog_steps_{0};
   // relaxed: a target for topping up, not a guard; the network bounds the
   // real number of posted receives (a refused post_recv is a retry).

@@ -3,7 +3,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "lci/protocol/immediate.hpp"
+#include "lci/wire/immediate.hpp"
 
 namespace lci::detail {
 

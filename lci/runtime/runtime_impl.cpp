@@ -7,14 +7,13 @@
 #include <string>
 
 #include "lci/api/lci_config.hpp"
-#include "lci/collective/barrier.hpp"
 #include "lci/comp/graph.hpp"
 #include "lci/matching/matching_key.hpp"
-#include "lci/protocol/immediate.hpp"
 #include "lci/runtime/device_impl.hpp"
 #include "lci/runtime/unsupported_attrs.hpp"
 #include "lci/util/assert.hpp"
 #include "lci/util/cache.hpp"
+#include "lci/wire/immediate.hpp"
 
 namespace lci::detail {
 
@@ -70,7 +69,7 @@ const attr_runtime_t& checked(const attr_runtime_t& attr) {
 // The attributes the runtime decides (docs/api_gen.md: get_attr_NAME()
 // reports what is in effect): auto_select becomes the rendezvous protocol
 // the network allows, and the limits on tags and rcomps follow from the
-// immediate data's layout (lci/protocol/immediate.hpp) and the matching
+// immediate data's layout (lci/wire/immediate.hpp) and the matching
 // key's (lci/matching/matching_key.hpp). Call after imm_nbits_rcomp is
 // checked.
 attr_runtime_t resolved(attr_runtime_t attr, const backend::net_context_t& net) {
@@ -128,26 +127,6 @@ runtime_impl_t::runtime_impl_t(const attr_runtime_t& attr, host_t& host)
   if (attr.alloc_default_device) {
     default_device_ = alloc_device(get_default_attr_device(), nullptr, default_packet_pool_);
   }
-}
-
-void runtime_impl_t::leave() {
-  leaving_.store(true, util::mo_relaxed);  // relaxed: see leaving()
-  // A raw default device carries no protocol message: its program
-  // synchronises its own leaving (docs/api_compat.md, "Raw network layer").
-  if (rank_n_ == 1 || default_device_ == nullptr || default_device_->raw()) return;
-  for (int rank = 0; rank < rank_n_; ++rank) {
-    if (is_peer_dead(rank)) return;
-  }
-  const status_t status = run_barrier(*this, *default_device_, collective_matching_engine());
-  if (status.error == errorcode_t::fatal) {
-    throw peer_failure_error(status.rank, "lci: rank " + std::to_string(status.rank) +
-                                              " crashed before it finalized (found by the "
-                                              "finalizing barrier)");
-  }
-}
-
-void runtime_impl_t::drain_devices() {
-  for (auto& device : devices_) device->drain_before_close();
 }
 
 runtime_impl_t::~runtime_impl_t() {
@@ -261,18 +240,27 @@ device_impl_t* runtime_impl_t::alloc_device(const attr_device_t& attr,
   return raw;
 }
 
-void runtime_impl_t::free_device(device_impl_t* device) {
-  {
-    util::spinlock_guard_t guard(resources_lock_);
-    const bool live = std::any_of(devices_.begin(), devices_.end(),
-                                  [device](const auto& d) { return d.get() == device; });
-    if (!live) {
-      throw std::invalid_argument(
-          "free_device: device: not a live resource of this runtime (freed twice, or allocated "
-          "by another runtime)");
-    }
+void runtime_impl_t::check_live_device(device_impl_t* device) {
+  util::spinlock_guard_t guard(resources_lock_);
+  const bool live = std::any_of(devices_.begin(), devices_.end(),
+                                [device](const auto& d) { return d.get() == device; });
+  if (!live) {
+    throw std::invalid_argument(
+        "free_device: device: not a live resource of this runtime (freed twice, or allocated "
+        "by another runtime)");
   }
-  device->drain_before_close();
+}
+
+std::vector<device_impl_t*> runtime_impl_t::devices() {
+  util::spinlock_guard_t guard(resources_lock_);
+  std::vector<device_impl_t*> live;
+  live.reserve(devices_.size());
+  for (const auto& device : devices_) live.push_back(device.get());
+  return live;
+}
+
+void runtime_impl_t::free_device(device_impl_t* device) {
+  check_live_device(device);
   release_mrs_of(device);
   if (device == default_device_) default_device_ = nullptr;
   erase_live(devices_, device, "free_device: device");

@@ -62,7 +62,14 @@ class runtime_impl_t {
   // default pool: a raw device (device_impl.hpp).
   device_impl_t* alloc_device(const attr_device_t& attr, net_context_impl_t* net_context,
                               packet_pool_impl_t* pool);
+  // The caller drains the device first (drain_before_close,
+  // lci/progress/progress.hpp), once check_live_device() let it through.
   void free_device(device_impl_t* device);
+  // Throws as free_device() does unless `device` is a live device of this
+  // runtime.
+  void check_live_device(device_impl_t* device);
+  // The live devices, at the time of the call.
+  std::vector<device_impl_t*> devices();
   packet_pool_impl_t* alloc_packet_pool(const attr_packet_pool_t& attr);
   void free_packet_pool(packet_pool_impl_t* pool);
   matching_engine_impl_t* alloc_matching_engine(const attr_matching_engine_t& attr);
@@ -123,23 +130,12 @@ class runtime_impl_t {
   bool is_failed(request_t* request);
 
   // ---- leaving (docs/design/runtime.md, "Leaving") ----
-  // Collective, right before destruction (free_runtime, g_runtime_fina): a
-  // barrier on the default device, so that no rank exits while a peer may
-  // still progress and take the exit for a crash. From this call on, a
-  // peer's death is no longer thrown by progress (it has most likely left
-  // too); a peer that crashed before it entered the barrier is thrown here
-  // (std::runtime_error naming it). No barrier with one rank, without a
-  // default device or with a raw one (it carries no protocol message), or
-  // with a peer known dead (it could not complete).
-  // Blocking: until every rank has called it (or a crash is found).
-  void leave();
-  // After leave(), right before destruction: progresses every device until
-  // no protocol step waits in its backlog (device_impl_t::
-  // drain_before_close). Not in the destructor: waiting for the network may
-  // be a scheduling point that unwinds (a simulated run torn down), which a
-  // destructor must not let through. A runtime destroyed without it (its
-  // host torn down, network_running() false) drops its backlogs.
-  void drain_devices();
+  // The runtime leaves (leave_runtime, lci/collective/barrier.hpp): from
+  // this call on, a peer's death is no longer thrown by progress (it has
+  // most likely left too).
+  void mark_leaving() {
+    leaving_.store(true, util::mo_relaxed);  // relaxed: see leaving()
+  }
   bool leaving() const {
     // relaxed: set and read by the leaving thread, or read by progress
     // calls the user must not overlap with destruction.

@@ -16,7 +16,7 @@
 
 #include <vector>
 
-#include "lci/protocol/request.hpp"
+#include "lci/runtime/request.hpp"
 #include "lci/util/atomic.hpp"
 #include "lci/util/cache.hpp"
 #include "lci/util/spinlock.hpp"

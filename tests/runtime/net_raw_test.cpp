@@ -1,4 +1,4 @@
-// The raw network layer (lci/runtime/net_ops.cpp; docs/api_compat.md, "Raw
+// The raw network layer (lci/ops/net_ops.cpp; docs/api_compat.md, "Raw
 // network layer") between two ranks, each on a raw device (one without a
 // packet pool): sends and receives at 0 bytes and at the device's limits
 // with their immediate data, puts, puts with immediate data and gets into

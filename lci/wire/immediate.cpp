@@ -1,4 +1,4 @@
-#include "lci/protocol/immediate.hpp"
+#include "lci/wire/immediate.hpp"
 
 #include "lci/util/assert.hpp"
 

@@ -7,12 +7,13 @@
 #include <string>
 
 #include "lci/api/lci_generated.hpp"
+#include "lci/collective/barrier.hpp"
 #include "lci/progress/progress.hpp"
-#include "lci/protocol/immediate.hpp"
 #include "lci/runtime/allocator.hpp"
 #include "lci/runtime/global_state.hpp"
 #include "lci/runtime/resolve.hpp"
 #include "lci/util/assert.hpp"
+#include "lci/wire/immediate.hpp"
 
 namespace lci {
 
@@ -136,7 +137,7 @@ runtime_t alloc_runtime_x::call_impl(const attr_runtime_t& attr) const {
 
 namespace {
 
-// Leaves (runtime_impl_t::leave(): a collective barrier) and drains the
+// Leaves (leave_runtime(): a collective barrier) and drains the
 // devices' backlogs, then destroys the runtime even when leaving found a
 // crashed peer: that error is rethrown once the runtime is gone. The global
 // slot still names the runtime while it leaves and drains, so that a
@@ -144,11 +145,11 @@ namespace {
 void leave_and_destroy(detail::runtime_impl_t* runtime) {
   std::exception_ptr error;
   try {
-    runtime->leave();
+    detail::leave_runtime(*runtime);
   } catch (...) {
     error = std::current_exception();
   }
-  runtime->drain_devices();
+  detail::drain_devices(*runtime);
   detail::runtime_impl_t*& global = detail::current_host().g_runtime_slot();
   if (global == runtime) global = nullptr;
   delete runtime;
@@ -279,7 +280,10 @@ void free_device_x::call_impl(device_t* device, runtime_t runtime) const {
   if (device == nullptr || device->p_impl == nullptr) {
     throw std::invalid_argument("free_device: device is empty (freed twice?)");
   }
-  resolve_runtime(runtime).free_device(device->p_impl);
+  detail::runtime_impl_t& rt = resolve_runtime(runtime);
+  rt.check_live_device(device->p_impl);
+  detail::drain_before_close(*device->p_impl);
+  rt.free_device(device->p_impl);
   device->p_impl = nullptr;
 }
 

@@ -20,10 +20,10 @@
 
 #include "backends/backend.hpp"
 #include "lci/api/lci_types.hpp"
-#include "lci/protocol/control.hpp"
-#include "lci/protocol/immediate.hpp"
 #include "lci/util/assert.hpp"
 #include "lci/util/atomic.hpp"
+#include "lci/wire/control.hpp"
+#include "lci/wire/immediate.hpp"
 
 namespace lci::detail {
 
