@@ -65,7 +65,7 @@ class BadIncludes(unittest.TestCase):
     def test_the_runtime_may_not_name_ibv(self):
         self.assert_one_error(
             {"lci/protocol/eager.cpp": include("backends/ibv/ibv_probe.hpp")},
-            "layer runtime may not include layer ibv")
+            "layer protocol may not include layer ibv")
 
     def test_a_backend_may_not_include_the_runtime(self):
         self.assert_one_error(
@@ -76,7 +76,7 @@ class BadIncludes(unittest.TestCase):
     def test_the_contract_may_not_include_protocol_code(self):
         self.assert_one_error(
             {"backends/backend.hpp": include("lci/protocol/protocol.hpp")},
-            "layer backend_contract may not include layer runtime")
+            "layer backend_contract may not include layer protocol")
 
     def test_backends_do_not_see_each_other(self):
         self.assert_one_error(
@@ -87,6 +87,27 @@ class BadIncludes(unittest.TestCase):
         self.assert_one_error(
             {"lci/comp/sync.hpp": include("lci/runtime/runtime_impl.hpp")},
             "layer structures may not include layer runtime")
+
+    def test_the_runtime_may_not_include_progress(self):
+        # Device teardown progresses: drain_before_close lives in progress/.
+        self.assert_one_error(
+            {"lci/runtime/device_impl.cpp": include("lci/progress/progress.hpp")},
+            "layer runtime may not include layer progress")
+
+    def test_a_protocol_may_not_include_the_api_entry_points_layer(self):
+        self.assert_one_error(
+            {"lci/protocol/eager.cpp": include("lci/lci.hpp"), "lci/lci.hpp": ""},
+            "layer protocol may not include layer public_api")
+
+    def test_progress_may_not_include_collectives(self):
+        self.assert_one_error(
+            {"lci/progress/progress.cpp": include("lci/collective/barrier.hpp")},
+            "layer progress may not include layer collective")
+
+    def test_the_wire_format_may_not_include_the_runtime(self):
+        self.assert_one_error(
+            {"lci/wire/control.hpp": include("lci/runtime/request.hpp")},
+            "layer wire may not include layer runtime")
 
     def test_the_sim_network_may_not_include_its_harness(self):
         self.assert_one_error(

@@ -67,12 +67,27 @@ LAYERS = [
     # them through it, never directly).
     Layer("backend_list", ["backends/linked_backends."],
           ["util", "backend_contract", "ofi", "ibv"]),
-    Layer("runtime",
-          ["lci/runtime/", "lci/protocol/", "lci/progress/", "lci/collective/",
-           "lci/wire/", "lci/ops/"],
+    # The runtime, one layer (and one //lci target) per concept, each seeing
+    # only those below it. wire: the messages' formats (immediate data,
+    # control messages); runtime: runtimes, devices, resources and request
+    # records; then the protocols, the progress engine that dispatches to
+    # them, the collectives built on both, and at the top the public API:
+    # lci.hpp and the implementations of its functions (lci/ops/).
+    Layer("wire", ["lci/wire/"], ["util", "api_types"]),
+    Layer("runtime", ["lci/runtime/"],
           ["util", "bootstrap", "api_types", "structures", "backend_contract",
-           "backend_list"]),
-    Layer("public_api", ["lci/lci.hpp"], ["api_types", "runtime"]),
+           "backend_list", "wire"]),
+    Layer("protocol", ["lci/protocol/"],
+          ["util", "api_types", "structures", "backend_contract", "wire", "runtime"]),
+    Layer("progress", ["lci/progress/"],
+          ["util", "api_types", "structures", "backend_contract", "wire", "runtime",
+           "protocol"]),
+    Layer("collective", ["lci/collective/"],
+          ["util", "api_types", "structures", "backend_contract", "wire", "runtime",
+           "protocol", "progress"]),
+    Layer("public_api", ["lci/lci.hpp", "lci/ops/"],
+          ["util", "bootstrap", "api_types", "structures", "backend_contract", "wire",
+           "runtime", "protocol", "progress", "collective"]),
     Layer("sim_harness", SIM_HARNESS,
           ["util", "bootstrap", "api_types", "backend_contract", "sim_network",
            "backend_list", "runtime", "public_api"]),
