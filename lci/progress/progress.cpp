@@ -27,7 +27,7 @@ union status_batch_t {
   backend::net_status_t statuses[poll_batch_max];
 };
 
-// A control message a decoder refused (protocol/control.hpp).
+// A control message a decoder refused (wire/control.hpp).
 [[noreturn]] void throw_corrupt(const char* what, const backend::net_status_t& status,
                                 const char* why) {
   throw std::runtime_error(std::string("lci: a corrupt ") + what + " of " +
