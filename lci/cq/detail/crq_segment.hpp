@@ -180,8 +180,14 @@ inline void* crq_segment_t::dequeue() {
       }
       return value;
     }
+    // seq_cst: [T] must see every enqueuer ticket F&A that precedes it in
+    // the total order, even one that created no happens-before with us.
+    // (Broken variant, tests/cq: relaxed, which may read an older tail.)
     const std::uint64_t tail =
-        tail_.value.load(util::mo_seq_cst) & ~crq_closed_bit;  // [T]
+        tail_.value.load(util::mutated("crq_relaxed_empty_tail")
+                             ? util::mo_relaxed
+                             : util::mo_seq_cst) &
+        ~crq_closed_bit;  // [T]
     if (tail <= ticket + 1) {
       fix_state();
       return nullptr;
