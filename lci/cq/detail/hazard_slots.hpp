@@ -37,7 +37,7 @@
 namespace lci::cq::detail {
 
 #if defined(LCI_MODEL_CHECK)
-// Model checking only (tests/cq/lcrq_model_test.cpp, at most 3 threads): the
+// Model checking only (tests/cq/lcrq_*model_test.cpp, at most 4 threads): the
 // same protocol with 4 slots, so a reclaimer's scan is 4 scheduling points
 // instead of 64.
 inline constexpr std::size_t hazard_slots_max = 4;
