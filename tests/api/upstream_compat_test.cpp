@@ -266,6 +266,39 @@ TEST(UpstreamCompat, CompTypeIsReported) {
   });
 }
 
+// comp_signal hands a status to any completion object as an operation's
+// completion would: a synchronizer, a CQ and a handler get it whole, a
+// counter counts it. (A handler is a plain function: what it saw goes here.)
+lci::tag_t g_handled_tag = 0;
+void note_handled_tag(lci::status_t status) { g_handled_tag = status.tag; }
+
+TEST(UpstreamCompat, CompSignalReachesEveryKind) {
+  on_one_rank([] {
+    lci::g_runtime_init();
+    lci::status_t sent(lci::errorcode_t::done);
+    sent.rank = 0;
+    sent.tag = 77;
+    sent.user_context = &sent;
+    g_handled_tag = 0;
+    lci::comp_t sync = lci::alloc_sync();
+    lci::comp_t cq = lci::alloc_cq();
+    lci::comp_t counter = lci::alloc_counter();
+    lci::comp_t handler = lci::alloc_handler(&note_handled_tag);
+    for (lci::comp_t comp : {sync, cq, counter, handler}) lci::comp_signal(comp, sent);
+    lci::status_t got;
+    ASSERT_TRUE(lci::sync_test(sync, &got));
+    EXPECT_EQ(got.tag, 77u);
+    EXPECT_EQ(got.user_context, &sent);
+    got = lci::cq_pop(cq);
+    ASSERT_TRUE(got.is_done());
+    EXPECT_EQ(got.tag, 77u);
+    EXPECT_EQ(lci::counter_get(counter), 1);
+    EXPECT_EQ(g_handled_tag, 77u);
+    for (lci::comp_t* comp : {&sync, &cq, &counter, &handler}) lci::free_comp(comp);
+    lci::g_runtime_fina();
+  });
+}
+
 // Resources allocated without a name are named DEFAULT_NAME ("unnamed").
 TEST(UpstreamCompat, DefaultName) {
   EXPECT_STREQ(lci::DEFAULT_NAME, "unnamed");
