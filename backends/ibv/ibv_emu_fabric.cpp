@@ -278,10 +278,17 @@ struct emu_fabric_t::impl_t {
   void trace(std::uint64_t kind, std::uint64_t a, std::uint64_t b) {
     hash = mix(mix(mix(mix(hash, now), kind), a), b);
   }
-  // Under the simulator's scheduler, a completion is progress: ranks that
-  // spin on poll_cq are not a deadlock while the wire still moves.
-  static void note_progress() {
-    if (sim::scheduler_t* scheduler = sim::scheduler_t::current()) scheduler->note_progress();
+  // A completion, or a transport retry (bounded: retry_cnt per WR), is
+  // progress: ranks that spin on poll_cq are not a deadlock while the wire
+  // still moves. Deterministic runs tell the simulator's scheduler;
+  // concurrent ones the options' hook (the watchdog's count). An RNR retry
+  // is not: it may repeat forever.
+  void note_progress() const {
+    if (sim::scheduler_t* scheduler = sim::scheduler_t::current()) {
+      scheduler->note_progress();
+    } else if (options.on_progress) {
+      options.on_progress();
+    }
   }
   void push_event(ibv_context* context, ibv_event_type type, ibv_qp* qp, ibv_cq* cq) {
     ibv_async_event event{};
@@ -668,6 +675,7 @@ void emu_fabric_t::impl_t::finish_head(emu_qp_t* qp, const outcome_t& outcome, e
       if (wqe.transport_retries_left == 0) break;
       --wqe.transport_retries_left;
       ++stats.transport_retries;
+      note_progress();
       wqe.ready_ticks = now + (std::uint64_t{qp->timeout} + 1) * options.timeout_tick_ticks;
       schedule_head(qp);
       return;

@@ -69,6 +69,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -128,6 +129,11 @@ struct emu_options_t {
   // clock. 0: each poll ticks, and an empty one moves to the next event
   // (deterministic runs).
   std::uint64_t paced_polls_max = 0;
+  // Concurrent runs: called, under the fabric's lock, for each event that
+  // is progress (a completion, a transport retry), so that the simulator's
+  // watchdog (world_t::count_progress) sees the wire move while a backend
+  // finds out a peer is gone. Deterministic runs tell the scheduler.
+  std::function<void()> on_progress;
   // Faults (seeded; off by default): a WR's delivery is delayed by
   // delay_spike_ticks more; reg_mr fails with ENOMEM; post_send refuses a
   // WR with ENOMEM as if the send queue were full.

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -18,6 +19,7 @@
 #include "sim/sim_faults.hpp"
 #include "sim/sim_harness.hpp"
 #include "sim/sim_seed.hpp"
+#include "sim/sim_world.hpp"
 #include "tests/backends/conformance/conformance.hpp"
 #include "tests/backends/conformance/sim_rank_ctx.hpp"
 
@@ -91,13 +93,22 @@ backend_case_t ibv_case(const std::string& name, std::uint64_t seed, sim::world_
     // (a victim that polls re-establishes its QP before the requester's
     // timers run out; a crashed rank's CQs stop counting).
     if (mode == sim::world_mode_t::concurrent) emu.paced_polls_max = 10'000;
+    // The watchdog hears of the wire's progress (the run's world is known
+    // once a rank runs).
+    std::atomic<sim::world_t*> world{nullptr};
+    emu.on_progress = [&world] {
+      // acquire: pairs with the release below; the world is built.
+      if (sim::world_t* running = world.load(std::memory_order_acquire)) running->count_progress();
+    };
     emu_fabric_t fabric(emu);
     meeting_t meeting;
     const sim::run_report_t report =
         sim::run_ranks(ranks_count, options, [&](sim::rank_env_t& env) {
+          world.store(&env.world(), std::memory_order_release);
           ibv_rank_ctx_t ctx(env, meeting, fabric, faults.td_strategy);
           body(ctx);
         });
+    world.store(nullptr, std::memory_order_relaxed);  // the run's world is gone
     if (report.ok) return std::string();
     return report.report + "\n" + fabric.describe();
   };
