@@ -365,9 +365,7 @@ void deregister_memory_x::call_impl(mr_t* mr, runtime_t runtime) const {
   }
   // Taken from the runtime's list first: a copy of a handle deregistered
   // before is refused there, never dereferenced.
-  std::unique_ptr<detail::mr_impl_t> owned = resolve_runtime(runtime).take_mr(mr->p_impl);
-  owned->device->net().deregister_memory(&owned->net_mr);
-  owned->device->return_standing_registration();
+  resolve_runtime(runtime).deregister_mr(mr->p_impl);
   mr->p_impl = nullptr;
 }
 

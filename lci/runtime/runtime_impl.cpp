@@ -260,7 +260,6 @@ std::vector<device_impl_t*> runtime_impl_t::devices() {
 }
 
 void runtime_impl_t::free_device(device_impl_t* device) {
-  check_live_device(device);
   release_mrs_of(device);
   if (device == default_device_) default_device_ = nullptr;
   erase_live(devices_, device, "free_device: device");
@@ -270,19 +269,18 @@ void runtime_impl_t::release_mrs_of(const device_impl_t* device) {
   std::vector<std::unique_ptr<mr_impl_t>> left;
   {
     util::spinlock_guard_t guard(resources_lock_);
-    const auto on_device = [device](const std::unique_ptr<mr_impl_t>& mr) {
-      return device == nullptr || mr->device == device;
-    };
     for (auto& mr : mrs_) {
-      if (on_device(mr)) left.push_back(std::move(mr));
+      if (device == nullptr || mr->device == device) left.push_back(std::move(mr));
     }
     mrs_.erase(std::remove(mrs_.begin(), mrs_.end(), nullptr), mrs_.end());
   }
   // Outside the lock: deregistering talks to the network.
-  for (const auto& mr : left) {
-    mr->device->net().deregister_memory(&mr->net_mr);
-    mr->device->return_standing_registration();
-  }
+  for (const auto& mr : left) deregister_from_network(*mr);
+}
+
+void runtime_impl_t::deregister_from_network(mr_impl_t& mr) {
+  mr.device->net().deregister_memory(&mr.net_mr);
+  mr.device->return_standing_registration();
 }
 
 packet_pool_impl_t* runtime_impl_t::alloc_packet_pool(const attr_packet_pool_t& attr_in) {
@@ -385,8 +383,8 @@ mr_impl_t* runtime_impl_t::adopt_mr(std::unique_ptr<mr_impl_t> mr) {
   return raw;
 }
 
-std::unique_ptr<mr_impl_t> runtime_impl_t::take_mr(mr_impl_t* mr) {
-  return take_live(mrs_, mr, "deregister_memory: mr");
+void runtime_impl_t::deregister_mr(mr_impl_t* mr) {
+  deregister_from_network(*take_live(mrs_, mr, "deregister_memory: mr"));
 }
 
 rcomp_t runtime_impl_t::reserve_rcomps(rcomp_t n) {

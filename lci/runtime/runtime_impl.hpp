@@ -76,13 +76,15 @@ class runtime_impl_t {
   void free_matching_engine(matching_engine_impl_t* engine);
   comp_impl_t* adopt_comp(std::unique_ptr<comp_impl_t> comp);
   void free_comp(comp_impl_t* comp);
-  // Memory registrations: the caller deregisters from the network what
-  // take_mr hands back. Registrations the program left on a device are
-  // deregistered when the device is freed, and all of them at destruction
-  // (release_mrs_of): a network may refuse to close a device with one
-  // standing (a verbs protection domain is busy while an MR is on it).
+  // Memory registrations. deregister_mr takes `mr` from the runtime's list
+  // (std::invalid_argument when it is not there: deregistered before, or
+  // taken along by its freed device) and deregisters it from the network.
+  // Registrations the program left on a device are deregistered when the
+  // device is freed, and all of them at destruction (release_mrs_of): a
+  // network may refuse to close a device with one standing (a verbs
+  // protection domain is busy while an MR is on it).
   mr_impl_t* adopt_mr(std::unique_ptr<mr_impl_t> mr);
-  std::unique_ptr<mr_impl_t> take_mr(mr_impl_t* mr);
+  void deregister_mr(mr_impl_t* mr);
 
   // The pool one of whose packets' payload holds `address` (nullptr if
   // none of this runtime's), and that payload's start in *payload.
@@ -150,6 +152,8 @@ class runtime_impl_t {
   // Deregisters the program's registrations on `device` (on every device:
   // nullptr); their handles are then refused as deregistered.
   void release_mrs_of(const device_impl_t* device);
+  // Gives `mr`'s registration back to the network and its device's share.
+  static void deregister_from_network(mr_impl_t& mr);
   template <typename T>
   void erase_live(std::vector<std::unique_ptr<T>>& list, T* item, const char* what);
 
