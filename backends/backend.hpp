@@ -171,6 +171,14 @@ struct net_device_attr_t {
   // what a peer addresses remotely. Packets are posted unregistered either
   // way (backends/<name> docs say how each meets that).
   bool requires_local_mr = true;
+  // true: a put or get with a key the target does not honour (deregistered,
+  // never registered, out of bounds) fails alone: a protection fault of that
+  // operation, the connection intact. false: it breaks more than itself
+  // (stalls the endpoint, or drops the connection with what it held), so
+  // the runtime never posts a put or get to a key unchecked: the target
+  // checks each against its registrations first (checked RMA,
+  // docs/design/runtime.md).
+  bool bad_rkey_fails_alone = true;
   std::size_t net_max_sends = 0;     // send queue depth (retry beyond it)
   std::size_t net_max_recvs = 0;     // posted receive buffers
   std::size_t net_max_cqes = 0;      // completion queue depth

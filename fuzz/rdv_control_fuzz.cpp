@@ -1,22 +1,28 @@
-// libFuzzer target for the rendezvous control messages (RTS, RTR, and the
-// chunk header of a rendezvous copied through packets) as they arrive
-// (lci/wire/control.hpp: decode_rts, decode_rtr, decode_rdv_chunk, what
-// progress reads before handle_rts / handle_rtr / handle_rdv_chunk act). The arrival's bytes sit in a
+// libFuzzer target for the rendezvous control messages (RTS, RTR, the chunk
+// header of a rendezvous copied through packets, and the RTS of a checked
+// put or get) as they arrive (lci/wire/control.hpp: decode_rts, decode_rtr,
+// decode_rdv_chunk, decode_rma_rts, what progress reads before handle_rts /
+// handle_rtr / handle_rdv_chunk / handle_rma_rts act). The arrival's bytes sit in a
 // heap buffer of exactly their length, so a read past them is an ASan
 // report. Checked:
 //   - a message shorter than its struct is refused, never read past;
 //   - a decoded message has every field the protocol acts on in range:
-//     RTS is_am 0 or 1, a matching policy that exists, a size the device
-//     accepts; RTR mode write, refused or copy, offset + size without
-//     wrap-around; a chunk with at least one byte after its header — and
+//     RTS kind send, am, put or get, a matching policy that exists, a size
+//     the device accepts; RTR mode write, refused or copy, offset + size
+//     without wrap-around; a chunk with at least one byte after its header;
+//     an RMA RTS an acceptable RTS of kind put or get, offset + size
+//     without wrap-around, and a get's receive written or copied, of the
+//     RTS's size, without wrap-around — and
 //     a message breaking one of those is refused (the decoder is exact:
 //     the fuzzer checks it against an independent statement of the rule);
 //   - encode(decode(x)): what decodes is the message's first bytes, as the
 //     sender wrote them (post_rts / start_rtr send the struct as is).
 //
 // Input format:
-//   byte 0     bit 0: RTR; else bit 1: a chunk; else an RTS
-//   bytes 1-2  the device's largest message, 2^(b % 41) bytes (RTS only)
+//   byte 0     bit 0: RTR; else bit 1: a chunk; else bit 2: an RMA RTS;
+//              else an RTS
+//   bytes 1-2  the device's largest message, 2^(b % 41) bytes (RTS and RMA
+//              RTS)
 //   the rest   the arrival's bytes
 #include <cstddef>
 #include <cstdint>
@@ -30,8 +36,10 @@
 namespace {
 
 using lci::detail::rdv_chunk_t;
+using lci::detail::rma_rts_t;
 using lci::detail::rtr_mode_t;
 using lci::detail::rtr_t;
+using lci::detail::rts_kind_t;
 using lci::detail::rts_t;
 
 constexpr std::size_t prefix_bytes = 3;
@@ -44,9 +52,10 @@ constexpr std::size_t prefix_bytes = 3;
 // The rules of control.hpp, stated again from the fields (not from the
 // decoder's code): whether the protocol may act on the message.
 bool rts_acceptable(const rts_t& rts, std::size_t size_max) {
-  const bool am_flag = rts.is_am == 0 || rts.is_am == 1;
+  const auto kind = static_cast<std::uint8_t>(rts.kind);
+  const bool known_kind = kind <= 3;    // send, am, put, get
   const bool policy = rts.policy <= 3;  // none, rank_only, tag_only, rank_tag
-  return am_flag && policy && rts.size <= size_max;
+  return known_kind && policy && rts.size <= size_max;
 }
 
 bool rtr_acceptable(const rtr_t& rtr) {
@@ -54,6 +63,17 @@ bool rtr_acceptable(const rtr_t& rtr) {
   const bool known_mode = mode == 0 || mode == 1 || mode == 2;  // write, refused, copy
   const bool fits = rtr.size <= UINT64_MAX - rtr.offset;
   return known_mode && fits;
+}
+
+bool rma_rts_acceptable(const rma_rts_t& message, std::size_t size_max) {
+  const auto kind = static_cast<std::uint8_t>(message.rts.kind);
+  if (!rts_acceptable(message.rts, size_max) || (kind != 2 && kind != 3)) return false;
+  if (message.rts.size > UINT64_MAX - message.offset) return false;
+  if (kind == 2) return true;  // a put's receive is not read
+  const rtr_t& receive = message.receive;
+  const auto mode = static_cast<std::uint32_t>(receive.mode);
+  return (mode == 0 || mode == 2) && receive.size == message.rts.size &&
+         receive.size <= UINT64_MAX - receive.offset;
 }
 
 // A chunk is its offset and the data behind it: nothing in the header is
@@ -87,6 +107,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (size < prefix_bytes) return 0;
   const bool is_rtr = (data[0] & 1) != 0;
   const bool is_chunk = !is_rtr && (data[0] & 2) != 0;
+  const bool is_rma = !is_rtr && !is_chunk && (data[0] & 4) != 0;
   const unsigned exponent = (static_cast<unsigned>(data[1]) | data[2] << 8) % 41;
   const std::size_t size_max = std::size_t{1} << exponent;
   const std::size_t length = size - prefix_bytes;
@@ -108,6 +129,13 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
           return lci::protocol::decode_rdv_chunk(b, n, out);
         },
         chunk_acceptable, /*min_extra=*/1);
+  } else if (is_rma) {
+    check<rma_rts_t>(
+        arrival.get(), length,
+        [size_max](const void* b, std::size_t n, rma_rts_t* out) {
+          return lci::protocol::decode_rma_rts(b, n, size_max, out);
+        },
+        [size_max](const rma_rts_t& message) { return rma_rts_acceptable(message, size_max); });
   } else {
     check<rts_t>(
         arrival.get(), length,

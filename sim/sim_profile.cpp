@@ -149,6 +149,10 @@ void resolve_profile_attr(const provider_profile_t& profile, backend::net_device
         std::max(attr->net_max_cqes, attr->net_max_sends + attr->net_max_recvs + profile.cq_extra);
   }
   if (profile.registrations_table != 0) attr->registrations_max = 0;  // no limit known
+  // What the ofi backend says over every provider: a bad key stalls shm's
+  // endpoint and drops tcp's connection, which the sim's tcp profile does
+  // not model (it fails the access alone).
+  attr->bad_rkey_fails_alone = false;
   LCI_ASSERT(attr->net_max_sends > 0 && attr->net_max_recvs > 0, "a profile emptied a queue");
   if (attr->supports_multi_recv) {
     attr->multi_recv_min_free = std::min(attr->multi_recv_min_free, attr->max_msg_size);

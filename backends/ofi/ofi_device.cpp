@@ -74,6 +74,10 @@ net_device_attr_t resolve_attr(const fi_info* info, const net_device_attr_t& req
   // Only providers without FI_MR_LOCAL are accepted (ofi_context.hpp): a
   // null descriptor is valid for every local buffer.
   attr.requires_local_mr = false;
+  // shm stalls on a key it cannot honour, tcp drops the connection with
+  // everything it held (docs/backends/ofi.md, "Faults"); a provider not
+  // measured is taken to be as bad.
+  attr.bad_rkey_fails_alone = false;
   attr.net_max_sends =
       std::min(pick(requested.net_max_sends, net_max_sends_default), info->tx_attr->size);
   attr.net_max_recvs =

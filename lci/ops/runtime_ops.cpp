@@ -364,9 +364,13 @@ void deregister_memory_x::call_impl(mr_t* mr, runtime_t runtime) const {
     throw std::invalid_argument("deregister_memory: mr is empty (deregistered twice?)");
   }
   // Taken from the runtime's list first: a copy of a handle deregistered
-  // before is refused there, never dereferenced.
-  resolve_runtime(runtime).deregister_mr(mr->p_impl);
+  // before is refused there, never dereferenced. Then no peer's checked
+  // access can pin it any more; those under way finish before it goes.
+  std::unique_ptr<detail::mr_impl_t> owned = resolve_runtime(runtime).withdraw_mr(mr->p_impl);
   mr->p_impl = nullptr;
+  const std::exception_ptr fault = detail::wait_unpinned(*owned);
+  detail::runtime_impl_t::deregister_from_network(*owned);
+  if (fault != nullptr) std::rethrow_exception(fault);
 }
 
 rmr_t get_rmr_x::call_impl(mr_t mr, runtime_t runtime) const {

@@ -61,6 +61,14 @@ void dispatch_rts(device_impl_t& device, int rank, const rts_t& rts) {
   });
 }
 
+void dispatch_rma_rts(device_impl_t& device, int rank, const rma_rts_t& message) {
+  device_impl_t* const device_ptr = &device;
+  (void)device.run_or_backlog([device_ptr, rank, message]() -> error_t {
+    return handle_rma_rts(*device_ptr, rank, message) ? errorcode_t::done
+                                                      : errorcode_t::retry_nomem;
+  });
+}
+
 void dispatch_arrival(device_impl_t& device, const backend::net_status_t& status) {
   const protocol::msg_type_t type = protocol::imm_type(status.imm_data);
   if (status.opcode == backend::net_opcode_t::remote_write) {
@@ -87,9 +95,17 @@ void dispatch_arrival(device_impl_t& device, const backend::net_status_t& status
       dispatch_eager(device, arrival, type);
       return;
     case protocol::msg_type_t::rts: {
+      const std::size_t size_max = device.net().attr().max_msg_size;
       rts_t rts;
-      const char* why = protocol::decode_rts(status.buffer, status.length,
-                                             device.net().attr().max_msg_size, &rts);
+      const char* why = protocol::decode_rts(status.buffer, status.length, size_max, &rts);
+      if (why == nullptr && (rts.kind == rts_kind_t::put || rts.kind == rts_kind_t::get)) {
+        rma_rts_t message;
+        why = protocol::decode_rma_rts(status.buffer, status.length, size_max, &message);
+        arrival.release();
+        if (why != nullptr) throw_corrupt("RTS", status, why);
+        dispatch_rma_rts(device, status.rank, message);
+        return;
+      }
       arrival.release();
       if (why != nullptr) throw_corrupt("RTS", status, why);
       dispatch_rts(device, status.rank, rts);
@@ -261,6 +277,23 @@ void drain_before_close(device_impl_t& device) {
       // Teardown: a fault reported now has no one left to hear it.
     }
   }
+}
+
+std::exception_ptr wait_unpinned(mr_impl_t& mr) {
+  host_t& host = mr.device->runtime()->host();
+  std::exception_ptr fault;
+  // acquire: pairs with device_impl_t::release_pin, so that the last
+  // access's bytes have moved before the registration goes.
+  while (mr.pins.load(util::mo_acquire) != 0 && host.network_running()) {
+    try {
+      if (progress_device(*mr.device).is_retry()) host.idle("deregister_memory: peers' accesses");
+    } catch (const std::logic_error&) {
+      return std::current_exception();  // progress() from a handler
+    } catch (const std::exception&) {
+      if (fault == nullptr) fault = std::current_exception();
+    }
+  }
+  return fault;
 }
 
 void drain_devices(runtime_impl_t& runtime) {

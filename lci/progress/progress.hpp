@@ -18,6 +18,8 @@
 //                lci/api/lci_types.hpp).
 #pragma once
 
+#include <exception>
+
 #include "lci/api/lci_types.hpp"
 #include "lci/runtime/host.hpp"
 #include "lci/util/error.hpp"
@@ -25,6 +27,7 @@
 namespace lci::detail {
 
 class device_impl_t;
+class mr_impl_t;
 class runtime_impl_t;
 
 // done when anything happened, retry when there was nothing to do. Throws
@@ -43,6 +46,15 @@ void drain_before_close(device_impl_t& device);
 // destructor must not let through. A runtime destroyed without it (its host
 // torn down, network_running() false) drops its backlogs.
 void drain_devices(runtime_impl_t& runtime);
+
+// deregister_memory's wait (mr_impl_t::pins, taken out of the runtime's
+// list already): progresses the registration's device until no peer's
+// checked put or get pins it, or the network stops running. A fault that
+// progress throws meanwhile does not end the wait (the registration must
+// go either way) but is returned, for the caller to throw once it is gone;
+// so is std::logic_error from a handler that deregisters, which cannot
+// progress and ends the wait at once.
+std::exception_ptr wait_unpinned(mr_impl_t& mr);
 
 // Waits until `comp` (a synchronizer or a post's waiter: test(status_t*)) is
 // signalled and writes its status to *out: progresses `device` between

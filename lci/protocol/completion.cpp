@@ -51,6 +51,14 @@ void complete_request(request_t* request, errorcode_t code) {
   comp_impl_t* comp = request->comp;
   status_t status = request->status;
   status.error = code;
+  if (request->pinned != nullptr) {
+    // The target's side of a checked put or get (rma_checked.cpp): its
+    // remote completion hears what a direct one's would (handle_signal):
+    // no buffer, and a get's size 0.
+    status.buffer = nullptr;
+    if (request->kind == request_kind_t::send_rdv) status.size = 0;
+    device_impl_t::release_pin(request);
+  }
   device_impl_t::give_back(request);
   if (comp != nullptr) comp->signal(status);
 }

@@ -100,7 +100,9 @@ status_t post_send_or_am(const post_args_t& args, bool is_am) {
   const encoded_t encoded = encode(device, type, fields);
   const std::size_t header_bytes = encoded.header ? sizeof(protocol::eager_header_t) : 0;
   const std::size_t wire_size = header_bytes + args.size;
-  if (wire_size > device.packet_payload_max()) return post_rts(args, is_am);
+  if (wire_size > device.packet_payload_max()) {
+    return post_rts(args, is_am ? rts_kind_t::am : rts_kind_t::send, nullptr);
+  }
   // Inject: the network copies; done at once, no completion comes back. So
   // only for the memory semantic: the network semantic waits for the
   // send's completion, which the buffer-copy path below gets.

@@ -5,6 +5,8 @@
 //   rendezvous.cpp   RTS -> match/allocate -> RTR -> RDMA write -> FIN or
 //                    write-with-immediate
 //   rma.cpp          put/get (with and without a remote completion)
+//   rma_checked.cpp  put/get the target checks first (networks where a bad
+//                    key breaks more than its own operation)
 //   completion.cpp   finishing an operation: done status or a signal
 //   buffer_list.cpp  a buffer list staged through one buffer, then post_comm
 // lci/progress/progress.cpp polls the network and calls the handle_* below.
@@ -78,6 +80,16 @@ status_t post_send_or_am(const post_args_t& args, bool is_am);
 status_t post_recv_matched(const post_args_t& args);
 status_t post_put(const post_args_t& args);
 status_t post_get(const post_args_t& args);
+// Checked RMA (rma_checked.cpp; net_device_attr_t::bad_rkey_fails_alone
+// false): `target` is where checked_target() put the access.
+status_t post_checked_put(const post_args_t& args, const net_target_t& target);
+status_t post_checked_get(const post_args_t& args, const net_target_t& target);
+// A peer's checked put or get arrived: its registration pinned and the
+// data moved as a rendezvous, or refused. false (nothing done): the
+// device's pool of requests is empty; try again later. Throws
+// std::runtime_error for a remote completion nobody registered here (after
+// refusing the access, so the initiator does not wait for it).
+[[nodiscard]] bool handle_rma_rts(device_impl_t& device, int rank, const rma_rts_t& message);
 
 // The status an operation reports: its own arguments (the peer, the local
 // buffer and size, tag, user_context); error is set at completion.
@@ -134,10 +146,26 @@ matching_entry_key_t matching_key(matching_engine_impl_t& engine, int rank, tag_
 void insert_unexpected(device_impl_t& device, matching_engine_impl_t& engine,
                        matching_entry_key_t key, unexpected_t* message);
 // Rendezvous steps.
-status_t post_rts(const post_args_t& args, bool is_am);
+// `rma`: a checked put's RTS, whose rts this fills in (nullptr for the
+// other kinds).
+status_t post_rts(const post_args_t& args, rts_kind_t kind, rma_rts_t* rma);
 void start_rtr(device_impl_t& device, request_t* recv, const rts_t& rts);
-// Answers an RTS whose receive is too small: an RTR with `refused` set.
+// What an RTR says of `recv` (a rendezvous receive, or a checked get's):
+// its buffer registered for the sender's write, or copy when no
+// registration can be had; adds it to the rendezvous table. Retry: a
+// registration worth waiting for.
+error_t offer_receive(device_impl_t& device, request_t* recv, rtr_t* rtr);
+// The sender's side once its receive is offered: `send`'s first rtr.size
+// bytes written (then FIN or the write's immediate data) or copied.
+void start_write(device_impl_t& device, request_t* send, int rank, const rtr_t& rtr);
+// Sends `rtr` to `rank`, from the backlog while the network refuses it.
+void send_rtr(device_impl_t& device, int rank, const rtr_t& rtr);
+// Answers an RTS whose receive is too small, or a checked put or get the
+// target cannot honour: an RTR with `refused` set.
 void refuse_rts(device_impl_t& device, int rank, const rts_t& rts);
+// Tells `rank` that the data of its receive `rdv_id` is in place (FIN),
+// from the backlog while the network refuses it.
+void send_fin(device_impl_t& device, int rank, std::uint32_t rdv_id);
 // Sends a small control message (RTS/RTR/FIN/get signal): inject when it
 // fits, else through a packet. Retry when the network refuses.
 error_t send_control(device_impl_t& device, int rank, const void* data, std::size_t size,

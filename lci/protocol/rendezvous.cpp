@@ -19,7 +19,8 @@
 
 namespace lci::detail {
 
-status_t post_rts(const post_args_t& args, bool is_am) {
+status_t post_rts(const post_args_t& args, rts_kind_t kind, rma_rts_t* rma) {
+  LCI_ASSERT((rma != nullptr) == (kind == rts_kind_t::put), "an RMA RTS for a put alone");
   device_impl_t& device = *args.device;
   // The send buffer is registered when the RTR arrives (handle_rtr), not
   // here: a send waiting for its RTR would otherwise hold a registration
@@ -41,15 +42,21 @@ status_t post_rts(const post_args_t& args, bool is_am) {
   rts.send_request = send_id;
   rts.size = args.size;
   rts.tag = args.tag;
-  rts.is_am = is_am ? 1 : 0;
-  if (is_am) {
-    rts.rcomp = args.remote_comp;
-  } else {
+  rts.kind = kind;
+  if (kind == rts_kind_t::send) {
     rts.matching_engine_index = args.matching_engine->index;
     rts.policy = static_cast<std::uint8_t>(args.matching_policy);
+  } else {
+    rts.rcomp = args.remote_comp;
   }
-  const error_t error = send_control(device, args.rank, &rts, sizeof(rts),
-                                     protocol::make_imm(protocol::msg_type_t::rts, 0));
+  const std::uint32_t imm = protocol::make_imm(protocol::msg_type_t::rts, 0);
+  error_t error;
+  if (rma != nullptr) {
+    rma->rts = rts;
+    error = send_control(device, args.rank, rma, sizeof(*rma), imm);
+  } else {
+    error = send_control(device, args.rank, &rts, sizeof(rts), imm);
+  }
   if (!error.is_done() && !error.is_posted()) {
     (void)device.rdv_table().take(send_id);  // no RTR can name it
     // A crash that failed it meanwhile has signalled its comp: posted.
@@ -62,7 +69,9 @@ status_t post_rts(const post_args_t& args, bool is_am) {
 
 bool handle_rts(device_impl_t& device, int rank, const rts_t& rts) {
   runtime_impl_t& runtime = *device.runtime();
-  if (rts.is_am) {
+  LCI_ASSERT(rts.kind == rts_kind_t::send || rts.kind == rts_kind_t::am,
+             "an RMA RTS handled as a message's");
+  if (rts.kind == rts_kind_t::am) {
     comp_impl_t* comp = runtime.rcomp_target(rts.rcomp);
     if (comp == nullptr) {
       throw_unregistered_rcomp("an active message", rank, rts.rcomp,
@@ -163,6 +172,33 @@ void start_copy(device_impl_t& device, request_t* send, int rank, std::size_t si
 
 }  // namespace
 
+error_t offer_receive(device_impl_t& device, request_t* recv, rtr_t* rtr) {
+  *rtr = rtr_t{};
+  rtr->mode = rtr_mode_t::write;
+  if (recv->mr.is_empty()) {
+    // Held until the data lands, which only the sender's progress brings
+    // about: from the receives' share, so that the sender's own write
+    // always finds one here when this rank is the sender of another.
+    // None to be had: the data comes through packets, never a wait for
+    // a registration that a peer's progress would have to free.
+    const error_t error = register_receive(device, recv);
+    if (registration_may_come(error)) return error;
+    if (!error.is_done()) rtr->mode = rtr_mode_t::copy;
+  }
+  if (recv->rdv_id == rdv_id_none) recv->rdv_id = device.rdv_table().add(recv);
+  if (rtr->mode == rtr_mode_t::write) {
+    const backend::net_rmr_t rmr = device.net().get_rmr(recv->mr);
+    rtr->base = rmr.base;
+    rtr->offset = reinterpret_cast<std::uintptr_t>(recv->status.buffer) -
+                  reinterpret_cast<std::uintptr_t>(recv->mr.base);
+    rtr->rkey = rmr.rkey;
+  }
+  rtr->send_request = recv->peer_request;
+  rtr->size = recv->status.size;
+  rtr->rdv_id = recv->rdv_id;
+  return errorcode_t::done;
+}
+
 void start_rtr(device_impl_t& device, request_t* recv, const rts_t& rts) {
   recv->peer_request = rts.send_request;
   device.mark_in_flight(recv);
@@ -176,32 +212,20 @@ void start_rtr(device_impl_t& device, request_t* recv, const rts_t& rts) {
     device_impl_t& d = *device_ptr;
     // A crash failed it while this step waited: the buffer may be gone.
     if (d.runtime()->is_failed(recv)) return errorcode_t::done;
-    rtr_t rtr{};
-    rtr.mode = rtr_mode_t::write;
-    if (recv->mr.is_empty()) {
-      // Held until the data lands, which only the sender's progress brings
-      // about: from the receives' share, so that the sender's own write
-      // always finds one here when this rank is the sender of another.
-      // None to be had: the data comes through packets, never a wait for
-      // a registration that a peer's progress would have to free.
-      const error_t error = register_receive(d, recv);
-      if (registration_may_come(error)) return error;
-      if (!error.is_done()) rtr.mode = rtr_mode_t::copy;
-    }
-    if (recv->rdv_id == rdv_id_none) recv->rdv_id = d.rdv_table().add(recv);
-    if (rtr.mode == rtr_mode_t::write) {
-      const backend::net_rmr_t rmr = d.net().get_rmr(recv->mr);
-      rtr.base = rmr.base;
-      rtr.offset = reinterpret_cast<std::uintptr_t>(recv->status.buffer) -
-                   reinterpret_cast<std::uintptr_t>(recv->mr.base);
-      rtr.rkey = rmr.rkey;
-    }
-    rtr.send_request = recv->peer_request;
-    rtr.size = recv->status.size;
-    rtr.rdv_id = recv->rdv_id;
+    rtr_t rtr;
+    const error_t error = offer_receive(d, recv, &rtr);
+    if (!error.is_done()) return error;
     // After this send succeeds the sender may write and complete the
     // receive at once: `recv` must not be touched again here.
     return send_control(d, recv->status.rank, &rtr, sizeof(rtr),
+                        protocol::make_imm(protocol::msg_type_t::rtr, 0));
+  });
+}
+
+void send_rtr(device_impl_t& device, int rank, const rtr_t& rtr) {
+  device_impl_t* device_ptr = &device;
+  (void)device.run_or_backlog([device_ptr, rank, rtr]() -> error_t {
+    return send_control(*device_ptr, rank, &rtr, sizeof(rtr),
                         protocol::make_imm(protocol::msg_type_t::rtr, 0));
   });
 }
@@ -211,10 +235,14 @@ void refuse_rts(device_impl_t& device, int rank, const rts_t& rts) {
   rtr.send_request = rts.send_request;
   rtr.rdv_id = rdv_id_none;
   rtr.mode = rtr_mode_t::refused;
+  send_rtr(device, rank, rtr);
+}
+
+void send_fin(device_impl_t& device, int rank, std::uint32_t rdv_id) {
   device_impl_t* device_ptr = &device;
-  (void)device.run_or_backlog([device_ptr, rank, rtr]() -> error_t {
-    return send_control(*device_ptr, rank, &rtr, sizeof(rtr),
-                        protocol::make_imm(protocol::msg_type_t::rtr, 0));
+  const std::uint32_t imm = protocol::make_imm(protocol::msg_type_t::fin, rdv_id);
+  (void)device.run_or_backlog([device_ptr, rank, imm]() -> error_t {
+    return send_control(*device_ptr, rank, nullptr, 0, imm);
   });
 }
 
@@ -226,7 +254,10 @@ void handle_rtr(device_impl_t& device, int rank, const rtr_t& rtr) {
                              ": no such send (" + std::to_string(rtr.send_request) + ")");
   }
   request_t* send = device.rdv_table().take(static_cast<std::uint32_t>(rtr.send_request));
-  if (send->kind != request_kind_t::send_rdv) {
+  // A checked get's receive is named only by its target's refusal.
+  const bool refused_get =
+      send->kind == request_kind_t::recv && rtr.mode == rtr_mode_t::refused;
+  if (send->kind != request_kind_t::send_rdv && !refused_get) {
     throw std::runtime_error("lci: a corrupt RTR from rank " + std::to_string(rank) +
                              ": it names a request that is not a rendezvous send");
   }
@@ -239,10 +270,16 @@ void handle_rtr(device_impl_t& device, int rank, const rtr_t& rtr) {
   }
   // The network holds it from here on (the write reports any fault).
   if (!device.runtime()->unwatch(send)) return;  // a crash of the target failed it
-  if (rtr.mode == rtr_mode_t::refused) {  // the receive was too small (the receiver threw)
+  // The receive was too small (the receiver threw), or the target of a
+  // checked put or get holds no registration for it.
+  if (rtr.mode == rtr_mode_t::refused) {
     complete_request(send, errorcode_t::fatal);
     return;
   }
+  start_write(device, send, rank, rtr);
+}
+
+void start_write(device_impl_t& device, request_t* send, int rank, const rtr_t& rtr) {
   const std::size_t size = rtr.size;
   const std::uint32_t rdv_id = rtr.rdv_id;
   if (rtr.mode == rtr_mode_t::copy) {
@@ -281,14 +318,8 @@ void handle_rtr(device_impl_t& device, int rank, const rtr_t& rtr) {
 }
 
 void handle_rdv_write_done(device_impl_t& device, request_t* send) {
-  if (send->rdv_id != rdv_id_none) {  // write protocol: tell the target
-    device_impl_t* device_ptr = &device;
-    const int rank = send->status.rank;
-    const std::uint32_t imm = protocol::make_imm(protocol::msg_type_t::fin, send->rdv_id);
-    (void)device.run_or_backlog([device_ptr, rank, imm]() -> error_t {
-      return send_control(*device_ptr, rank, nullptr, 0, imm);
-    });
-  }
+  // Write protocol: tell the target.
+  if (send->rdv_id != rdv_id_none) send_fin(device, send->status.rank, send->rdv_id);
   complete_request(send, errorcode_t::done);
 }
 

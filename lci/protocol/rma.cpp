@@ -98,13 +98,16 @@ status_t abandon(device_impl_t& device, request_t* request, error_t error) {
 // access is checked against rmr_t::size first (checked_target), so an
 // out-of-bounds one throws std::invalid_argument and posts nothing. A fault
 // the network still reports later (a stale key) completes the request fatal
-// (lci/progress/progress.cpp).
+// (lci/progress/progress.cpp). Where such a fault would break more than the
+// access, the target checks it before any byte moves (rma_checked.cpp).
 status_t post_put(const post_args_t& args) {
   const net_target_t target = post_target("post_put", args);
   device_impl_t& device = *args.device;
   backend::net_device_t& net = device.net();
   const bool signal = args.remote_comp != 0;
+  // Refused alike on every network, though a checked put needs no imm.
   const std::uint32_t imm = signal ? signal_imm(args, protocol::msg_type_t::put_signal) : 0;
+  if (!net.attr().bad_rkey_fails_alone) return post_checked_put(args, target);
   // Inject completes at once, before the data lands: only for the memory
   // semantic (the network semantic waits for the write's completion).
   if (args.size <= device.inject_size_max() && args.mr.is_empty() &&
@@ -133,6 +136,7 @@ status_t post_get(const post_args_t& args) {
   device_impl_t& device = *args.device;
   const bool signal = args.remote_comp != 0;
   const std::uint32_t imm = signal ? signal_imm(args, protocol::msg_type_t::get_signal) : 0;
+  if (!device.net().attr().bad_rkey_fails_alone) return post_checked_get(args, target);
   request_t* request = new_request(args, request_kind_t::get);
   if (request == nullptr) return status_t(errorcode_t::retry_nomem);
   request->signal_imm = imm;

@@ -29,7 +29,10 @@ namespace lci::detail {
 
 class backlog_step_t {
  public:
-  static constexpr std::size_t storage_bytes_max = 96;
+  // The largest step made: a checked put's or get's RTS waiting for a
+  // request (progress.cpp, dispatch_rma_rts: 112 bytes of message, the
+  // device and the rank).
+  static constexpr std::size_t storage_bytes_max = 128;
 
   backlog_step_t() = default;
 

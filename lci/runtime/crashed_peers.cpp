@@ -55,6 +55,11 @@ bool runtime_impl_t::fail_peer(int rank) {
     status_t status = request->status;
     status.error = errorcode_t::fatal;
     LCI_ASSERT(status.rank == rank, "a failed request names another rank");
+    // A checked put's target side: no byte of the dead peer's will land,
+    // so the registration may go; its status names no buffer, as
+    // complete_request's.
+    if (request->pinned != nullptr) status.buffer = nullptr;
+    device_impl_t::release_pin(request);
     if (request->comp != nullptr) request->comp->signal(status);
   }
   return true;

@@ -248,6 +248,9 @@ class device_impl_t {
   // Deregisters what `request` registered for itself (if anything), and
   // gives back a rendezvous receive's share.
   void release_owned_mr(request_t* request);
+  // Drops the pin `request` holds on a registration (request_t::pinned), if
+  // any: the last one lets a waiting deregister_memory go on.
+  static void release_pin(request_t* request);
 
   // Requests of this device that wait on a peer, and those a crash failed
   // (runtime_impl_t::watch, fail_peer); the failed ones are released when

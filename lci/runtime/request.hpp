@@ -29,6 +29,7 @@ namespace lci::detail {
 
 class comp_impl_t;
 class device_impl_t;
+class mr_impl_t;
 struct device_pools_t;
 
 // Counts a request among its device's operations in flight (what
@@ -81,6 +82,10 @@ struct request_t {
   backend::net_mr_t owned_mr;
   backend::net_mr_t mr;  // the registration the data moves through
   void* packet = nullptr;  // a packet to return to the pool at completion
+  // The target's side of a peer's checked put or get: the registration it
+  // pinned (runtime_impl_t::pin_registration), unpinned when it finishes
+  // or its peer's crash fails it (device_impl_t::release_pin).
+  mr_impl_t* pinned = nullptr;
   // Receives: the buffer's capacity (status.size is the message's size).
   std::size_t capacity = 0;
   // Get with a remote completion: the get_signal's immediate data, sent to

@@ -115,6 +115,12 @@ class mr_impl_t {
   mr_impl_t(device_impl_t* device, backend::net_mr_t net_mr) : device(device), net_mr(net_mr) {}
   device_impl_t* const device;
   backend::net_mr_t net_mr;
+  // Peers' checked puts and gets under way in this registration
+  // (runtime_impl_t::pin_registration; lci/protocol/rma_checked.cpp):
+  // deregister_memory waits until none is left, so that no byte moves
+  // after it returns. Taken under the runtime's resources lock while the
+  // registration is in its list; dropped by device_impl_t::release_pin.
+  util::atomic<std::int64_t> pins{0};
 };
 
 }  // namespace lci::detail

@@ -383,8 +383,25 @@ mr_impl_t* runtime_impl_t::adopt_mr(std::unique_ptr<mr_impl_t> mr) {
   return raw;
 }
 
-void runtime_impl_t::deregister_mr(mr_impl_t* mr) {
-  deregister_from_network(*take_live(mrs_, mr, "deregister_memory: mr"));
+std::unique_ptr<mr_impl_t> runtime_impl_t::withdraw_mr(mr_impl_t* mr) {
+  return take_live(mrs_, mr, "deregister_memory: mr");
+}
+
+mr_impl_t* runtime_impl_t::pin_registration(device_impl_t& device, std::uint64_t base,
+                                            std::uint64_t rkey, std::uint64_t offset,
+                                            std::uint64_t size) {
+  util::spinlock_guard_t guard(resources_lock_);
+  for (const auto& mr : mrs_) {
+    if (mr->device != &device) continue;
+    const backend::net_rmr_t rmr = device.net().get_rmr(mr->net_mr);
+    if (rmr.base != base || rmr.rkey != rkey) continue;
+    if (offset > mr->net_mr.size || size > mr->net_mr.size - offset) return nullptr;
+    // relaxed: the lock orders it before withdraw_mr's removal; the
+    // deregistering thread reads the count only after that.
+    mr->pins.fetch_add(1, util::mo_relaxed);
+    return mr.get();
+  }
+  return nullptr;
 }
 
 rcomp_t runtime_impl_t::reserve_rcomps(rcomp_t n) {

@@ -76,15 +76,29 @@ class runtime_impl_t {
   void free_matching_engine(matching_engine_impl_t* engine);
   comp_impl_t* adopt_comp(std::unique_ptr<comp_impl_t> comp);
   void free_comp(comp_impl_t* comp);
-  // Memory registrations. deregister_mr takes `mr` from the runtime's list
+  // Memory registrations. withdraw_mr takes `mr` from the runtime's list
   // (std::invalid_argument when it is not there: deregistered before, or
-  // taken along by its freed device) and deregisters it from the network.
+  // taken along by its freed device); deregister_from_network then gives it
+  // back to the network.
   // Registrations the program left on a device are deregistered when the
   // device is freed, and all of them at destruction (release_mrs_of): a
   // network may refuse to close a device with one standing (a verbs
   // protection domain is busy while an MR is on it).
+  //
+  // Two steps, so that a caller can wait between them for the peers'
+  // checked accesses still pinning the registration (mr_impl_t::pins): no
+  // new pin can be taken once it is out of the list.
   mr_impl_t* adopt_mr(std::unique_ptr<mr_impl_t> mr);
-  void deregister_mr(mr_impl_t* mr);
+  std::unique_ptr<mr_impl_t> withdraw_mr(mr_impl_t* mr);
+  // Gives `mr`'s registration back to the network and its device's share.
+  static void deregister_from_network(mr_impl_t& mr);
+  // The registration of `device` a peer's checked put or get names by the
+  // rmr_t fields base (its start) and rkey, pinned, when [offset, offset +
+  // size) lies inside it; nullptr (nothing pinned) when none does: a stale
+  // or foreign key, or an access past its end. Linear in the program's
+  // registrations on all devices (under the resources lock).
+  mr_impl_t* pin_registration(device_impl_t& device, std::uint64_t base, std::uint64_t rkey,
+                              std::uint64_t offset, std::uint64_t size);
 
   // The pool one of whose packets' payload holds `address` (nullptr if
   // none of this runtime's), and that payload's start in *payload.
@@ -152,8 +166,6 @@ class runtime_impl_t {
   // Deregisters the program's registrations on `device` (on every device:
   // nullptr); their handles are then refused as deregistered.
   void release_mrs_of(const device_impl_t* device);
-  // Gives `mr`'s registration back to the network and its device's share.
-  static void deregister_from_network(mr_impl_t& mr);
   template <typename T>
   void erase_live(std::vector<std::unique_ptr<T>>& list, T* item, const char* what);
 

@@ -1,6 +1,7 @@
-// The rendezvous control messages as they travel (rts_t, rtr_t, and the
-// rdv_chunk_t that leads each packet of a rendezvous copied through packets),
-// and their decoders: an RTS, RTR or chunk is bytes from a peer, so every field the protocol
+// The rendezvous control messages as they travel (rts_t, rtr_t, the
+// rdv_chunk_t that leads each packet of a rendezvous copied through packets,
+// and rma_rts_t, the RTS of a put or get the target checks first), and their
+// decoders: an RTS, RTR or chunk is bytes from a peer, so every field the protocol
 // acts on is checked before it is trusted. A decoder that refuses names
 // what is wrong; progress (progress.cpp) throws std::runtime_error with it
 // and the sender's rank, as for any corrupt arrival, instead of asserting
@@ -22,15 +23,28 @@
 
 namespace lci::detail {
 
+// What an RTS starts (rts_t::kind).
+enum class rts_kind_t : std::uint8_t {
+  send = 0,  // a matched send
+  am = 1,    // an active message
+  // A put or get that the target checks against its registrations first
+  // (checked RMA, lci/protocol/rma_checked.cpp): the message is an
+  // rma_rts_t.
+  put = 2,
+  get = 3,
+};
+
 // Rendezvous "ready to send": leads an rts message's payload.
 struct rts_t {
-  std::uint64_t send_request;  // the send's id in the sender's rdv_table_t, echoed in the RTR
+  // The initiator's id in its rdv_table_t, echoed back: a send's (send, am,
+  // put) in the RTR, a get's receive's in a refusal.
+  std::uint64_t send_request;
   std::uint64_t size;
   tag_t tag;
   std::uint32_t matching_engine_index;
-  rcomp_t rcomp;
+  rcomp_t rcomp;        // am; put and get: the remote completion (0: none)
   std::uint8_t policy;  // matching_policy_t (send)
-  std::uint8_t is_am;
+  rts_kind_t kind;
   std::uint8_t padding[6];
 };
 
@@ -65,6 +79,17 @@ struct rtr_t {
   rtr_mode_t mode;
 };
 
+// The RTS of a checked put or get: where in the target's registration the
+// access goes, as the initiator's rmr_t names it, and for a get the
+// receive the target is to write (what an RTR would say to a sender).
+struct rma_rts_t {
+  rts_t rts;             // kind put or get
+  std::uint64_t base;    // the registration's start (rmr_t::mr_base)
+  std::uint64_t rkey;    // rmr_t::opaque_rkey
+  std::uint64_t offset;  // where the access starts in the registration
+  rtr_t receive;         // get: mode write or copy, size rts.size; put: zero
+};
+
 // Leads each packet of a rendezvous whose data is copied through packets (a
 // message of type rdv_data with the immediate's header bit; its value is the
 // receiver's rendezvous id): where in the receive the bytes after it go.
@@ -77,8 +102,10 @@ struct rdv_chunk_t {
 namespace lci::protocol {
 
 using detail::rdv_chunk_t;
+using detail::rma_rts_t;
 using detail::rtr_mode_t;
 using detail::rtr_t;
+using detail::rts_kind_t;
 using detail::rts_t;
 
 // nullptr: *out holds the RTS that leads the `length` bytes at `buffer`;
@@ -89,11 +116,34 @@ inline const char* decode_rts(const void* buffer, std::size_t length, std::size_
                               rts_t* out) {
   if (length < sizeof(rts_t)) return "shorter than an RTS";
   std::memcpy(out, buffer, sizeof(rts_t));
-  if (out->is_am > 1) return "is_am is neither 0 nor 1";
+  if (out->kind > rts_kind_t::get) return "no such RTS kind";
   if (out->policy > static_cast<std::uint8_t>(matching_policy_t::rank_tag)) {
     return "no such matching policy";
   }
   if (out->size > size_max) return "a message size over the device's largest";
+  return nullptr;
+}
+
+// As decode_rts, for the RTS of a checked put or get (an RTS whose kind
+// decode_rts found to be put or get).
+inline const char* decode_rma_rts(const void* buffer, std::size_t length, std::size_t size_max,
+                                  rma_rts_t* out) {
+  if (length < sizeof(rma_rts_t)) return "shorter than a put's or get's RTS";
+  const char* why = decode_rts(buffer, length, size_max, &out->rts);
+  if (why != nullptr) return why;
+  std::memcpy(out, buffer, sizeof(rma_rts_t));
+  if (out->rts.kind != rts_kind_t::put && out->rts.kind != rts_kind_t::get) {
+    return "an RMA RTS that is neither a put nor a get";
+  }
+  if (out->offset + out->rts.size < out->offset) return "offset + size wraps around";
+  if (out->rts.kind == rts_kind_t::get) {
+    const rtr_t& receive = out->receive;
+    if (receive.mode != rtr_mode_t::write && receive.mode != rtr_mode_t::copy) {
+      return "a get's receive neither written nor copied";
+    }
+    if (receive.size != out->rts.size) return "a get's receive of another size";
+    if (receive.offset + receive.size < receive.offset) return "offset + size wraps around";
+  }
   return nullptr;
 }
 

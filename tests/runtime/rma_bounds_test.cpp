@@ -4,16 +4,21 @@
 // and the region's size, before anything reaches the network (an offset
 // that overflows with the size included); accesses up to the last byte, a
 // moved base and an rmr_t without its size (older code: not checked) still
-// work; what the target's network refuses (a stale key) fails that one
-// operation, fatal through its completion object, and the job goes on.
-// The simulated network checks keys and bounds at the target as a NIC does
-// (sim/sim_world.cpp), so an access the runtime let through would come
-// back as a fault instead of a throw.
+// work; what the target refuses (a stale key) fails that one operation,
+// fatal through its completion object, and the job goes on; no byte lands
+// after deregister_memory returns. The target refuses in one of two ways:
+// its network, where a bad key fails only its own access (the simulated
+// network checks keys and bounds at the target as a NIC does,
+// sim/sim_world.cpp), or the runtime's checked RMA, where the network would
+// break more (ofi's shm and tcp; the simulator under those providers'
+// profiles: the _shm_profile target runs this file so).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <initializer_list>
+#include <iterator>
 #include <limits>
 #include <stdexcept>
 #include <string>
@@ -192,10 +197,9 @@ TEST(RmaBounds, OutOfBoundsIsRefusedOnTheInitiator) {
 }
 
 // An rmr_t whose size is 0 (built by code older than the field) is not
-// checked: a put that fits works as before, and one that does not reaches
-// the network, which refuses it as a fault of that operation alone.
+// checked on the initiator: a put that fits works as before, and one that
+// does not is refused at the target, as a fault of that operation alone.
 TEST(RmaBounds, UnknownSizeIsLeftToTheNetwork) {
-  LCI_SIM_ONLY("a network that checks bounds at the target; shm checks none");
   run_two_ranks([](lci::sim::rank_env_t& env) {
     window_t window(env);
     lci::rmr_t unsized{window.rmr().base, window.rmr().mr_base, window.rmr().opaque_rkey};
@@ -225,7 +229,6 @@ TEST(RmaBounds, UnknownSizeIsLeftToTheNetwork) {
 // synchronizer, progress() throws nothing); a COMP_NULL put, waited for
 // inside the post, returns the fatal status itself.
 TEST(RmaBounds, StaleKeyFailsOnlyItsOperation) {
-  LCI_SIM_ONLY("a network that checks keys at the target; shm checks none");
   run_two_ranks([](lci::sim::rank_env_t& env) {
     std::vector<char> doomed(window_bytes, 0);
     lci::rmr_t mine{};
@@ -256,6 +259,99 @@ TEST(RmaBounds, StaleKeyFailsOnlyItsOperation) {
     lci::barrier();
     for (char c : doomed) require(c == 0, "a refused access touched the deregistered region");
     lci::free_comp(&sync);
+  });
+}
+
+// Rank 0 keeps puts with a remote completion in flight into rank 1's
+// window while rank 1 deregisters it at the first signal, then paints the
+// window: each put completes once, done or fatal; rank 1 heard a signal for
+// every put that was done and for no other; and no byte landed after
+// deregister_memory returned (with checked RMA it waits for the accesses it
+// let start; a network that checks keys refuses those that come later).
+TEST(RmaBounds, NothingLandsAfterDeregistration) {
+  constexpr std::size_t region_bytes = 64 * 1024;
+  constexpr int puts_count = 48;
+  constexpr std::size_t sizes[] = {8, 1000, 9000, region_bytes};
+  run_two_ranks([&](lci::sim::rank_env_t& env) {
+    std::vector<char> region(region_bytes, 0);
+    lci::comp_t signals = lci::alloc_cq();
+    const lci::rcomp_t rcomp = lci::register_rcomp(signals);
+    lci::mr_t mr;
+    lci::rmr_t mine{};
+    if (env.rank() == target_rank) {
+      mr = lci::register_memory(region.data(), region.size());
+      mine = lci::get_rmr(mr);
+    }
+    lci::rmr_t all[2];
+    env.allgather(&mine, sizeof(mine), all);
+    constexpr lci::tag_t count_tag = 7;
+    if (env.rank() == 0) {
+      lci::comp_t cq = lci::alloc_cq();
+      std::vector<char> source(region_bytes, 'p');
+      for (int i = 0; i < puts_count; ++i) {
+        const std::size_t size = sizes[static_cast<std::size_t>(i) % std::size(sizes)];
+        const lci::status_t posted = post_retrying([&] {
+          return lci::post_put_x(target_rank, source.data(), size, cq, 0, all[target_rank])
+              .remote_comp(rcomp)
+              .comp_semantic(lci::comp_semantic_t::network)();
+        });
+        require(posted.is_posted(), std::string("a put was ") + posted.error.get_str());
+      }
+      int done_count = 0;
+      for (int completed = 0; completed < puts_count;) {
+        lci::status_t status = lci::cq_pop(cq);
+        if (status.is_retry()) {
+          (void)lci::progress();
+          continue;
+        }
+        ++completed;
+        if (status.is_done()) {
+          ++done_count;
+        } else {
+          require(status.error.errorcode == lci::errorcode_t::fatal,
+                  std::string("a put completed ") + status.error.get_str());
+        }
+      }
+      lci::free_comp(&cq);
+      const lci::status_t sent = post_retrying([&] {
+        return lci::post_send(target_rank, &done_count, sizeof(done_count), count_tag,
+                              lci::COMP_NULL_RETRY);
+      });
+      require(sent.is_done(), std::string("the count's send: ") + sent.error.get_str());
+    } else {
+      while (lci::cq_pop(signals).is_retry()) (void)lci::progress();
+      int heard = 1;  // the first, before the deregistration
+      lci::deregister_memory(&mr);
+      std::fill(region.begin(), region.end(), 'z');
+      // Progress meanwhile refuses rank 0's later puts and takes the
+      // signals of those already under way.
+      int done_count = -1;
+      lci::comp_t sync = lci::alloc_sync();
+      lci::status_t received = post_retrying([&] {
+        return lci::post_recv(0, &done_count, sizeof(done_count), count_tag, sync);
+      });
+      if (received.is_posted()) lci::sync_wait(sync, &received);
+      lci::free_comp(&sync);
+      for (lci::status_t signal; heard < done_count;) {
+        signal = lci::cq_pop(signals);
+        if (signal.is_retry()) {
+          (void)lci::progress();
+        } else {
+          ++heard;
+        }
+      }
+      for (std::size_t at = 0; at < region_bytes; ++at) {
+        require(region[at] == 'z', "byte " + std::to_string(at) +
+                                       " was written after deregister_memory returned");
+      }
+      lci::barrier();  // the signals of every done put have come
+      while (lci::cq_pop(signals).is_done()) ++heard;
+      require(heard == done_count, std::to_string(done_count) + " puts done, " +
+                                       std::to_string(heard) + " signals heard");
+    }
+    if (env.rank() == 0) lci::barrier();
+    lci::deregister_rcomp(rcomp);
+    lci::free_comp(&signals);
   });
 }
 

@@ -13,9 +13,17 @@
 //     is 0 (unknown: not checked on the initiator). Each must fail that one
 //     operation (its synchronizer gets errorcode_t::fatal; progress() throws
 //     nothing), and the ranks then still pass a barrier, exchange messages
-//     and put into the live window. Only where the provider checks keys: shm
-//     (libfabric 1.17) checks none, and a stale key there would stall the
-//     endpoint (docs/backends/ofi.md, "Faults"); it prints "skipped".
+//     and put into the live window. Over every provider: the target checks
+//     each put and get before any byte moves (checked RMA,
+//     lci/protocol/rma_checked.cpp), since a bad key would stall shm's
+//     endpoint (libfabric 1.17 checks none) and drop tcp's connection
+//     (docs/backends/ofi.md, "Faults").
+//
+// Around (b) both ranks flood each other with active messages of 8 B and
+// 1 KiB (flood_count each way, half of rank 0's right behind each put):
+// each must arrive exactly once. Over tcp;ofi_rxm a bad key that reached
+// the provider dropped the connection and lost messages already sent on it
+// (docs/backends/ofi.md, "Faults").
 //
 // Every rank prints "rank <r>: ok" at the end; a failure prints
 // "rank <r>: error: <what>" and exits 1. Every wait is bounded by wait_max,
@@ -48,6 +56,7 @@ constexpr std::size_t window_bytes = 4096;
 constexpr lci::tag_t rmr_tag = 1;
 constexpr lci::tag_t round_trip_tag = 2;
 constexpr int round_trips_count = 8;
+constexpr int flood_count = 512;
 constexpr auto wait_max = std::chrono::seconds(20);
 
 // What rank 1 hands out: its live window and a deregistered region.
@@ -74,12 +83,6 @@ lci::status_t post_and_wait(lci::comp_t sync, const std::string& what,
   return status.is_posted() ? wait_for(sync, what) : status;
 }
 
-// Whether the provider checks remote keys at the target (shm does not).
-bool provider_checks_keys() {
-  const char* provider = std::getenv("LCI_ATTR_OFI_PROVIDER_NAME");
-  return provider == nullptr || std::string(provider) != "shm";
-}
-
 void out_of_bounds(const keys_t& keys, lci::comp_t sync) {
   std::vector<char> source(2 * window_bytes, 'x');
   expect_invalid_argument(
@@ -96,29 +99,37 @@ void out_of_bounds(const keys_t& keys, lci::comp_t sync) {
       {"rank 1", "4000", "8192", "4096"});
 }
 
-// A put the target's network refuses must fail alone: fatal, naming rank 1
-// (progress() throws nothing meanwhile).
+// A put the target refuses must fail alone: fatal, naming rank 1
+// (progress() throws nothing meanwhile). `meanwhile` runs between its post
+// and the wait.
 void expect_put_fails(lci::comp_t sync, const std::string& what, std::size_t size,
-                      std::uintptr_t remote_disp, lci::rmr_t rmr) {
+                      std::uintptr_t remote_disp, lci::rmr_t rmr,
+                      const std::function<void()>& meanwhile) {
   std::vector<char> source(size, 's');
-  const lci::status_t status = post_and_wait(sync, what, [&] {
+  lci::status_t status = post_retrying([&] {
     return lci::post_put(1, source.data(), source.size(), sync, remote_disp, rmr);
   });
+  meanwhile();
+  if (status.is_posted()) status = wait_for(sync, what);
   require(status.error.errorcode == lci::errorcode_t::fatal,
           what + " completed " + status.error.get_str());
   require(status.rank == 1, what + ": the failed put names rank " + std::to_string(status.rank));
 }
 
-// Rank 0's side of (b).
-void refused_at_target(const keys_t& keys, lci::comp_t sync) {
+// Rank 0's side of (b), each put followed at once by part of the flood
+// (`flood_part(k)`, k = 0, 1), so that messages are in flight around it.
+void refused_at_target(const keys_t& keys, lci::comp_t sync,
+                       const std::function<void(int)>& flood_part) {
   // Over the inject size, so that each put completes through its
   // synchronizer (an injected put is done at once).
-  expect_put_fails(sync, "the put with a stale key", 1024, 0, keys.stale);
+  expect_put_fails(sync, "the put with a stale key", 1024, 0, keys.stale,
+                   [&] { flood_part(0); });
   // An rmr_t without its size (built by code older than the field) is not
-  // checked on the initiator: the target's network refuses it instead.
+  // checked on the initiator: the target refuses it instead.
   lci::rmr_t unsized = keys.window;
   unsized.size = 0;
-  expect_put_fails(sync, "an unchecked put of 8192 bytes at 4000", 8192, 4000, unsized);
+  expect_put_fails(sync, "an unchecked put of 8192 bytes at 4000", 8192, 4000, unsized,
+                   [&] { flood_part(1); });
 }
 
 // Rank 0 fills the window through a put (proves RMA still works); rank 1
@@ -147,6 +158,43 @@ void hand_out_keys(std::vector<char>& window, lci::mr_t* window_mr, lci::comp_t 
   require(sent.is_done(), "sending the keys failed");
 }
 
+// Active messages to `peer`: [first, last) of flood_count, each carrying
+// its index, 8 B and 1 KiB in turn.
+void flood(int peer, lci::rcomp_t rcomp, int first, int last) {
+  std::vector<char> message(1024, 'f');
+  for (int i = first; i < last; ++i) {
+    std::memcpy(message.data(), &i, sizeof(i));
+    const std::size_t size = i % 2 == 0 ? 8 : message.size();
+    const lci::status_t sent = post_retrying([&] {
+      return lci::post_am(peer, message.data(), size, lci::COMP_NULL_RETRY, rcomp);
+    });
+    require(sent.is_done(), "message " + std::to_string(i) + ": " + sent.error.get_str());
+  }
+}
+
+// Takes the peer's flood from `cq`: each index once, at most wait_max.
+void take_flood(lci::comp_t cq) {
+  std::vector<bool> seen(flood_count, false);
+  const auto deadline = std::chrono::steady_clock::now() + wait_max;
+  for (int taken = 0; taken < flood_count;) {
+    const lci::status_t status = lci::cq_pop(cq);
+    if (status.is_retry()) {
+      (void)lci::progress();
+      require(std::chrono::steady_clock::now() < deadline,
+              "only " + std::to_string(taken) + " of the peer's " +
+                  std::to_string(flood_count) + " messages arrived");
+      continue;
+    }
+    int index = -1;
+    std::memcpy(&index, status.buffer, sizeof(index));
+    std::free(status.buffer);
+    require(index >= 0 && index < flood_count && !seen[static_cast<std::size_t>(index)],
+            "message " + std::to_string(index) + " arrived twice or is not one sent");
+    seen[static_cast<std::size_t>(index)] = true;
+    ++taken;
+  }
+}
+
 keys_t take_keys(lci::comp_t sync) {
   keys_t keys{};
   const lci::status_t got = post_and_wait(sync, "receiving the keys", [&] {
@@ -162,23 +210,30 @@ void run(bool bounds, bool refused) {
   require(lci::get_rank_n() == 2, "needs exactly 2 ranks");
   const int peer = 1 - me;
   lci::comp_t sync = lci::alloc_sync();
+  lci::comp_t inbox = lci::alloc_cq();
+  const lci::rcomp_t inbox_rcomp = lci::register_rcomp(inbox);  // the same on both ranks
   std::vector<char> window(window_bytes, 0);
   lci::mr_t window_mr;
   if (me == 1) {
     hand_out_keys(window, &window_mr, sync);
+    if (refused) flood(peer, inbox_rcomp, 0, flood_count);
   } else {
     const keys_t keys = take_keys(sync);
     if (bounds) {
       out_of_bounds(keys, sync);
       std::printf("rank 0: out-of-bounds posts refused\n");
     }
-    if (refused && provider_checks_keys()) {
-      refused_at_target(keys, sync);
+    if (refused) {
+      refused_at_target(keys, sync, [&](int k) {
+        flood(peer, inbox_rcomp, k * flood_count / 2, (k + 1) * flood_count / 2);
+      });
       std::printf("rank 0: the puts refused at the target failed alone\n");
-    } else if (refused) {
-      std::printf("rank 0: refused at the target: skipped (the provider checks no remote key)\n");
     }
     put_into_window(keys, sync);
+  }
+  if (refused) {
+    take_flood(inbox);
+    std::printf("rank %d: every message of the flood arrived once\n", me);
   }
   lci::barrier();
   for (int i = 0; i < round_trips_count; ++i) round_trip(peer, round_trip_tag);
@@ -186,6 +241,8 @@ void run(bool bounds, bool refused) {
     for (char c : window) require(c == 'w', "the window does not hold rank 0's put");
     lci::deregister_memory(&window_mr);
   }
+  lci::deregister_rcomp(inbox_rcomp);
+  lci::free_comp(&inbox);
   lci::free_comp(&sync);
   lci::g_runtime_fina();
   std::printf("rank %d: ok\n", me);
