@@ -136,7 +136,9 @@ struct net_mr_t {
 // leave it out). Backends do not check an access against it: the runtime
 // does, on the initiator, before it posts (lci/protocol/rma.cpp), since not
 // every network checks bounds at the target (docs/backends/ofi.md); what a
-// network still refuses (a stale key) is a protection fault as above.
+// network still refuses (a stale key) is a protection fault as above, or
+// worse where bad_rkey_fails_alone is false (the runtime then checks at the
+// target first).
 struct net_rmr_t {
   std::uintptr_t base = 0;
   std::uint64_t rkey = 0;

@@ -199,7 +199,7 @@ TEST(RmaBounds, OutOfBoundsIsRefusedOnTheInitiator) {
 // An rmr_t whose size is 0 (built by code older than the field) is not
 // checked on the initiator: a put that fits works as before, and one that
 // does not is refused at the target, as a fault of that operation alone.
-TEST(RmaBounds, UnknownSizeIsLeftToTheNetwork) {
+TEST(RmaBounds, UnknownSizeIsCheckedAtTheTarget) {
   run_two_ranks([](lci::sim::rank_env_t& env) {
     window_t window(env);
     lci::rmr_t unsized{window.rmr().base, window.rmr().mr_base, window.rmr().opaque_rkey};
