@@ -11,8 +11,9 @@
 //     the device accepts; RTR mode write, refused or copy, offset + size
 //     without wrap-around; a chunk with at least one byte after its header;
 //     an RMA RTS an acceptable RTS of kind put or get, offset + size
-//     without wrap-around, and a get's receive written or copied, of the
-//     RTS's size, without wrap-around — and
+//     without wrap-around, a get's receive written or copied, of the
+//     RTS's size, without wrap-around, and after it nothing or (a put
+//     only) exactly its size in data, said to be inline — and
 //     a message breaking one of those is refused (the decoder is exact:
 //     the fuzzer checks it against an independent statement of the rule);
 //   - encode(decode(x)): what decodes is the message's first bytes, as the
@@ -65,10 +66,12 @@ bool rtr_acceptable(const rtr_t& rtr) {
   return known_mode && fits;
 }
 
-bool rma_rts_acceptable(const rma_rts_t& message, std::size_t size_max) {
+// `behind`: the arrival's bytes after the struct.
+bool rma_rts_acceptable(const rma_rts_t& message, std::size_t size_max, std::size_t behind) {
   const auto kind = static_cast<std::uint8_t>(message.rts.kind);
   if (!rts_acceptable(message.rts, size_max) || (kind != 2 && kind != 3)) return false;
   if (message.rts.size > UINT64_MAX - message.offset) return false;
+  if (behind != 0 && (kind != 2 || behind != message.rts.size)) return false;
   if (kind == 2) return true;  // a put's receive is not read
   const rtr_t& receive = message.receive;
   const auto mode = static_cast<std::uint32_t>(receive.mode);
@@ -130,12 +133,22 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         },
         chunk_acceptable, /*min_extra=*/1);
   } else if (is_rma) {
+    bool is_inline = false;
     check<rma_rts_t>(
         arrival.get(), length,
-        [size_max](const void* b, std::size_t n, rma_rts_t* out) {
-          return lci::protocol::decode_rma_rts(b, n, size_max, out);
+        [size_max, &is_inline](const void* b, std::size_t n, rma_rts_t* out) {
+          return lci::protocol::decode_rma_rts(b, n, size_max, out, &is_inline);
         },
-        [size_max](const rma_rts_t& message) { return rma_rts_acceptable(message, size_max); });
+        [size_max, length](const rma_rts_t& message) {
+          return rma_rts_acceptable(message, size_max, length - sizeof(rma_rts_t));
+        });
+    if (length >= sizeof(rma_rts_t) && is_inline != (length > sizeof(rma_rts_t))) {
+      rma_rts_t raw;
+      std::memcpy(&raw, arrival.get(), sizeof(raw));
+      if (rma_rts_acceptable(raw, size_max, length - sizeof(rma_rts_t))) {
+        fail("inline data not told apart from none", length);
+      }
+    }
   } else {
     check<rts_t>(
         arrival.get(), length,

@@ -100,7 +100,14 @@ void dispatch_arrival(device_impl_t& device, const backend::net_status_t& status
       const char* why = protocol::decode_rts(status.buffer, status.length, size_max, &rts);
       if (why == nullptr && (rts.kind == rts_kind_t::put || rts.kind == rts_kind_t::get)) {
         rma_rts_t message;
-        why = protocol::decode_rma_rts(status.buffer, status.length, size_max, &message);
+        bool is_inline = false;
+        why = protocol::decode_rma_rts(status.buffer, status.length, size_max, &message,
+                                       &is_inline);
+        if (why == nullptr && is_inline) {  // done here, while the arrival holds the data
+          handle_inline_put(device, status.rank, message,
+                            static_cast<const std::byte*>(status.buffer) + sizeof(message));
+          return;  // the arrival gives the bytes back
+        }
         arrival.release();
         if (why != nullptr) throw_corrupt("RTS", status, why);
         dispatch_rma_rts(device, status.rank, message);

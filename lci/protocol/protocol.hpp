@@ -90,6 +90,11 @@ status_t post_checked_get(const post_args_t& args, const net_target_t& target);
 // std::runtime_error for a remote completion nobody registered here (after
 // refusing the access, so the initiator does not wait for it).
 [[nodiscard]] bool handle_rma_rts(device_impl_t& device, int rank, const rma_rts_t& message);
+// A checked put that carried its rts.size bytes at `data` in its RTS:
+// checked, copied and answered at once (needs no request). Throws as
+// handle_rma_rts.
+void handle_inline_put(device_impl_t& device, int rank, const rma_rts_t& message,
+                       const void* data);
 
 // The status an operation reports: its own arguments (the peer, the local
 // buffer and size, tag, user_context); error is set at completion.
@@ -147,7 +152,8 @@ void insert_unexpected(device_impl_t& device, matching_engine_impl_t& engine,
                        matching_entry_key_t key, unexpected_t* message);
 // Rendezvous steps.
 // `rma`: a checked put's RTS, whose rts this fills in (nullptr for the
-// other kinds).
+// other kinds); the put's data travels inline behind it when both fit a
+// packet (handle_inline_put).
 status_t post_rts(const post_args_t& args, rts_kind_t kind, rma_rts_t* rma);
 void start_rtr(device_impl_t& device, request_t* recv, const rts_t& rts);
 // What an RTR says of `recv` (a rendezvous receive, or a checked get's):

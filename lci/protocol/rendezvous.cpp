@@ -53,7 +53,10 @@ status_t post_rts(const post_args_t& args, rts_kind_t kind, rma_rts_t* rma) {
   error_t error;
   if (rma != nullptr) {
     rma->rts = rts;
-    error = send_control(device, args.rank, rma, sizeof(*rma), imm);
+    // A packet holds an RTS (alloc_packet_pool's minimum).
+    error = args.size <= device.packet_payload_max() - sizeof(*rma)
+                ? send_packet(device, args.rank, rma, sizeof(*rma), args.buffer, args.size, imm)
+                : send_control(device, args.rank, rma, sizeof(*rma), imm);
   } else {
     error = send_control(device, args.rank, &rts, sizeof(rts), imm);
   }

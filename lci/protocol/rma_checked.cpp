@@ -8,11 +8,15 @@
 //   put: RTS (rma_rts_t, kind put) -> the target pins the registration and
 //        answers an RTR naming it -> the initiator writes (or copies through
 //        packets) -> FIN or the write's immediate -> the target unpins and
-//        signals the remote completion, if any;
+//        signals the remote completion, if any. A put that fits a packet
+//        behind its RTS travels inline: the target checks, copies, signals
+//        and answers an empty RTR (copy mode, nothing to copy) at once;
 //   get: RTS (kind get, carrying the initiator's receive as an RTR would
 //        offer it) -> the target pins and writes into that receive -> FIN ->
 //        the get completes; the target's write completion unpins and
-//        signals the remote completion, if any.
+//        signals the remote completion, if any. A get that fits one chunk
+//        offers its receive in copy mode (no registration): the target's
+//        one chunk completes it.
 // A check that fails (no live registration of the target's device starts
 // at that base with that key, or the access ends past it) answers with a
 // refused RTR: the operation completes with errorcode_t::fatal, nothing is
@@ -22,6 +26,7 @@
 // progress (which ofi's shm and tcp need for RMA anyway).
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <stdexcept>
 #include <string>
 
@@ -99,10 +104,13 @@ status_t post_checked_get(const post_args_t& args, const net_target_t& target) {
     message.rkey = rkey;
     message.offset = offset;
     if (d.runtime()->is_failed(recv)) return errorcode_t::done;  // the target died
-    if (recv->status.size == 0) {  // nothing to write: the target answers with a FIN
+    // One chunk, or nothing to write (the target answers with a FIN): no
+    // registration.
+    if (recv->status.size <= d.packet_payload_max() - sizeof(rdv_chunk_t)) {
       if (recv->rdv_id == rdv_id_none) recv->rdv_id = d.rdv_table().add(recv);
       message.receive = rtr_t{};
       message.receive.mode = rtr_mode_t::copy;
+      message.receive.size = recv->status.size;
       message.receive.rdv_id = recv->rdv_id;
     } else {
       const error_t error = offer_receive(d, recv, &message.receive);
@@ -117,23 +125,66 @@ status_t post_checked_get(const post_args_t& args, const net_target_t& target) {
   return status_t(errorcode_t::posted);
 }
 
+namespace {
+
+// The target's remote completion for a checked put or get from `rank`
+// (nullptr: none asked for). Throws std::runtime_error, after refusing the
+// access, for one nobody registered here.
+comp_impl_t* remote_comp_of(device_impl_t& device, int rank, const rts_t& rts) {
+  if (rts.rcomp == 0) return nullptr;
+  comp_impl_t* comp = device.runtime()->rcomp_target(rts.rcomp);
+  if (comp == nullptr) {
+    refuse_rts(device, rank, rts);
+    throw_unregistered_rcomp(rts.kind == rts_kind_t::put ? "a put" : "a get", rank, rts.rcomp,
+                             " (the access was refused)");
+  }
+  return comp;
+}
+
+// Completes the initiator's put whose bytes are all in place here (or had
+// none): an RTR in copy mode with nothing left to copy.
+void answer_put_done(device_impl_t& device, int rank, const rts_t& rts) {
+  rtr_t done{};
+  done.send_request = rts.send_request;
+  done.rdv_id = rdv_id_none;
+  done.mode = rtr_mode_t::copy;
+  send_rtr(device, rank, done);
+}
+
+}  // namespace
+
+void handle_inline_put(device_impl_t& device, int rank, const rma_rts_t& message,
+                       const void* data) {
+  const rts_t& rts = message.rts;
+  LCI_ASSERT(rts.kind == rts_kind_t::put && rts.size > 0, "inline data of no put");
+  comp_impl_t* comp = remote_comp_of(device, rank, rts);
+  mr_impl_t* mr = device.runtime()->pin_registration(device, message.base, message.rkey,
+                                                      message.offset, rts.size);
+  if (mr == nullptr) {
+    refuse_rts(device, rank, rts);
+    return;
+  }
+  std::memcpy(static_cast<std::byte*>(mr->net_mr.base) + message.offset, data, rts.size);
+  mr->unpin();
+  answer_put_done(device, rank, rts);
+  if (comp != nullptr) {
+    status_t status;  // as a direct put's signal (handle_signal)
+    status.error = errorcode_t::done;
+    status.rank = rank;
+    status.tag = rts.tag;
+    status.size = rts.size;
+    comp->signal(status);
+  }
+}
+
 bool handle_rma_rts(device_impl_t& device, int rank, const rma_rts_t& message) {
   const rts_t& rts = message.rts;
   const bool is_put = rts.kind == rts_kind_t::put;
   LCI_ASSERT(is_put || rts.kind == rts_kind_t::get, "a message's RTS handled as RMA");
   runtime_impl_t& runtime = *device.runtime();
+  comp_impl_t* comp = remote_comp_of(device, rank, rts);
   request_t* request = device.take_request();
   if (request == nullptr) return false;
-  comp_impl_t* comp = nullptr;
-  if (rts.rcomp != 0) {
-    comp = runtime.rcomp_target(rts.rcomp);
-    if (comp == nullptr) {
-      device_impl_t::give_back(request);
-      refuse_rts(device, rank, rts);
-      throw_unregistered_rcomp(is_put ? "a put" : "a get", rank, rts.rcomp,
-                               " (the access was refused)");
-    }
-  }
   mr_impl_t* mr =
       runtime.pin_registration(device, message.base, message.rkey, message.offset, rts.size);
   if (mr == nullptr) {
@@ -152,11 +203,7 @@ bool handle_rma_rts(device_impl_t& device, int rank, const rma_rts_t& message) {
     request->kind = is_put ? request_kind_t::recv : request_kind_t::send_rdv;
     complete_request(request, errorcode_t::done);
     if (is_put) {
-      rtr_t empty{};
-      empty.send_request = rts.send_request;
-      empty.rdv_id = rdv_id_none;
-      empty.mode = rtr_mode_t::copy;  // no bytes to copy: the put completes on arrival
-      send_rtr(device, rank, empty);
+      answer_put_done(device, rank, rts);
     } else {
       send_fin(device, rank, message.receive.rdv_id);
     }

@@ -204,10 +204,7 @@ void device_impl_t::release_owned_mr(request_t* request) {
 
 void device_impl_t::release_pin(request_t* request) {
   if (request->pinned == nullptr) return;
-  // release: pairs with the acquire of whoever waits to deregister
-  // (runtime_impl_t::deregister), after the access's last byte moved.
-  const std::int64_t before = request->pinned->pins.fetch_sub(1, util::mo_release);
-  LCI_ASSERT(before >= 1, "a registration unpinned twice");
+  request->pinned->unpin();
   request->pinned = nullptr;
 }
 

@@ -20,6 +20,7 @@
 #include "lci/api/lci_generated.hpp"
 #include "lci/matching/matching_table.hpp"
 #include "lci/packet_pool/packet_pool.hpp"
+#include "lci/util/assert.hpp"
 #include "lci/util/atomic.hpp"
 
 namespace lci::detail {
@@ -119,8 +120,14 @@ class mr_impl_t {
   // (runtime_impl_t::pin_registration; lci/protocol/rma_checked.cpp):
   // deregister_memory waits until none is left, so that no byte moves
   // after it returns. Taken under the runtime's resources lock while the
-  // registration is in its list; dropped by device_impl_t::release_pin.
+  // registration is in its list; dropped by unpin().
   util::atomic<std::int64_t> pins{0};
+  void unpin() {
+    // release: pairs with the acquire of whoever waits to deregister
+    // (wait_unpinned), after the access's last byte moved.
+    const std::int64_t before = pins.fetch_sub(1, util::mo_release);
+    LCI_ASSERT(before >= 1, "a registration unpinned twice");
+  }
 };
 
 }  // namespace lci::detail

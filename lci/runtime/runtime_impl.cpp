@@ -13,6 +13,7 @@
 #include "lci/runtime/unsupported_attrs.hpp"
 #include "lci/util/assert.hpp"
 #include "lci/util/cache.hpp"
+#include "lci/wire/control.hpp"
 #include "lci/wire/immediate.hpp"
 
 namespace lci::detail {
@@ -288,9 +289,13 @@ packet_pool_impl_t* runtime_impl_t::alloc_packet_pool(const attr_packet_pool_t& 
   attr_packet_pool_t attr = attr_in;
   if (attr.packet_size == 0) attr.packet_size = sizing.packet_size;
   if (attr.npackets == 0) attr.npackets = sizing.npackets;
-  if (attr.packet_size < sizeof(std::uint64_t) * 8) {
+  // The largest control message, a checked put's or get's RTS, must fit a
+  // packet where the network cannot inject it.
+  constexpr std::size_t packet_size_min = std::max(sizeof(std::uint64_t) * 8, sizeof(rma_rts_t));
+  if (attr.packet_size < packet_size_min) {
     throw std::invalid_argument("packet_size = " + std::to_string(attr.packet_size) +
-                                ": must be at least 64 bytes");
+                                ": must be at least " + std::to_string(packet_size_min) +
+                                " bytes (the largest control message)");
   }
   const std::size_t threshold = attr_.packet_return_threshold != 0
                                     ? attr_.packet_return_threshold

@@ -81,7 +81,9 @@ struct rtr_t {
 
 // The RTS of a checked put or get: where in the target's registration the
 // access goes, as the initiator's rmr_t names it, and for a get the
-// receive the target is to write (what an RTR would say to a sender).
+// receive the target is to write (what an RTR would say to a sender). A
+// put that fits a packet with it carries its rts.size bytes of data right
+// behind it (inline); any other put or get carries nothing.
 struct rma_rts_t {
   rts_t rts;             // kind put or get
   std::uint64_t base;    // the registration's start (rmr_t::mr_base)
@@ -125,9 +127,10 @@ inline const char* decode_rts(const void* buffer, std::size_t length, std::size_
 }
 
 // As decode_rts, for the RTS of a checked put or get (an RTS whose kind
-// decode_rts found to be put or get).
+// decode_rts found to be put or get). *is_inline: the put's data follows
+// it (the `length` bytes are the RTS and exactly rts.size bytes more).
 inline const char* decode_rma_rts(const void* buffer, std::size_t length, std::size_t size_max,
-                                  rma_rts_t* out) {
+                                  rma_rts_t* out, bool* is_inline) {
   if (length < sizeof(rma_rts_t)) return "shorter than a put's or get's RTS";
   const char* why = decode_rts(buffer, length, size_max, &out->rts);
   if (why != nullptr) return why;
@@ -136,6 +139,11 @@ inline const char* decode_rma_rts(const void* buffer, std::size_t length, std::s
     return "an RMA RTS that is neither a put nor a get";
   }
   if (out->offset + out->rts.size < out->offset) return "offset + size wraps around";
+  const std::size_t data = length - sizeof(rma_rts_t);
+  *is_inline = data > 0;
+  if (*is_inline && (out->rts.kind != rts_kind_t::put || data != out->rts.size)) {
+    return "bytes behind an RTS that are not its put's data";
+  }
   if (out->rts.kind == rts_kind_t::get) {
     const rtr_t& receive = out->receive;
     if (receive.mode != rtr_mode_t::write && receive.mode != rtr_mode_t::copy) {
