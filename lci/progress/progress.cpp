@@ -73,7 +73,7 @@ void dispatch_arrival(device_impl_t& device, const backend::net_status_t& status
   const protocol::msg_type_t type = protocol::imm_type(status.imm_data);
   if (status.opcode == backend::net_opcode_t::remote_write) {
     if (type == protocol::msg_type_t::rdv_data) {
-      handle_rdv_done(device, protocol::imm_value(status.imm_data));
+      handle_rdv_done(device, status.rank, protocol::imm_value(status.imm_data));
     } else {
       handle_signal(device, status, type);
     }
@@ -139,7 +139,7 @@ void dispatch_arrival(device_impl_t& device, const backend::net_status_t& status
     }
     case protocol::msg_type_t::fin:
       arrival.release();
-      handle_rdv_done(device, protocol::imm_value(status.imm_data));
+      handle_rdv_done(device, status.rank, protocol::imm_value(status.imm_data));
       return;
     case protocol::msg_type_t::get_signal:
       arrival.release();
@@ -153,6 +153,7 @@ void dispatch_arrival(device_impl_t& device, const backend::net_status_t& status
 void dispatch_local(device_impl_t& device, const backend::net_status_t& status) {
   auto* request = static_cast<request_t*>(status.user_context);
   LCI_ASSERT(request != nullptr, "a local completion without its request");
+  hand_over(request, request_owner_t::network, request_owner_t::thread);
   switch (request->kind) {
     case request_kind_t::send_eager:
     case request_kind_t::put:
@@ -199,7 +200,9 @@ void dispatch(device_impl_t& device, const backend::net_status_t& status) {
     // hears of it (fatal); unless that is all (above), the fault is thrown
     // with rank and address.
     if (status.user_context != nullptr) {
-      complete_request(static_cast<request_t*>(status.user_context), errorcode_t::fatal);
+      auto* request = static_cast<request_t*>(status.user_context);
+      hand_over(request, request_owner_t::network, request_owner_t::thread);
+      complete_request(request, errorcode_t::fatal);
     }
     if (reported) return;
     // A dead peer (an operation's fault, or the network's own peer_down

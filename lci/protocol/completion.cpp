@@ -45,6 +45,10 @@ void throw_unregistered_rcomp(const char* what, int rank, rcomp_t rcomp,
 }
 
 void complete_request(request_t* request, errorcode_t code) {
+  // Only the thread holding it finishes it: not while a table or the
+  // network still names it.
+  LCI_ASSERT(request->owner == request_owner_t::thread,
+             "a request completed while another party holds it");
   device_impl_t& device = *request->device;
   device.release_owned_mr(request);
   if (request->packet != nullptr) device.packet_pool()->pool.put(request->packet);

@@ -76,6 +76,7 @@ error_t send_packet(device_impl_t& device, int rank, const void* head, std::size
   request->kind = request_kind_t::send_eager;
   request->packet = packet;
   device.mark_in_flight(request);
+  hand_over(request, request_owner_t::thread, request_owner_t::network);
   const error_t error =
       device.net().post_send(rank, packet, head_size + size, backend::net_mr_t{}, imm, request);
   if (!error.is_done() && !error.is_posted()) {
@@ -128,6 +129,7 @@ status_t post_send_or_am(const post_args_t& args, bool is_am) {
   // Memory semantic: the operation completes below; the packet's own
   // completion only returns the packet.
   if (!network_semantic) request->comp = nullptr;
+  hand_over(request, request_owner_t::thread, request_owner_t::network);
   const error_t error = device.net().post_send(args.rank, packet, wire_size, backend::net_mr_t{},
                                                encoded.imm, request);
   if (!error.is_done() && !error.is_posted()) {
@@ -206,8 +208,13 @@ status_t post_recv_matched(const post_args_t& args) {
     device_impl_t::give_back(request);
     runtime.check_peer_alive(args.rank);  // throws: it died since check_args
   }
+  // Before the insert: once stored, an arrival on any thread may take it.
+  hand_over(request, request_owner_t::thread, request_owner_t::matching_table);
   const matching::insert_result_t result =
       engine.table.insert(key, request, matching_entry_type_t::recv);
+  if (result.kind != matching::insert_kind_t::stored) {
+    hand_over(request, request_owner_t::matching_table, request_owner_t::thread);
+  }
   switch (result.kind) {
     case matching::insert_kind_t::stored:
       return status_t(errorcode_t::posted);
@@ -370,6 +377,8 @@ bool handle_eager(device_impl_t& device, arrival_t& arrival, protocol::msg_type_
     void* recv = engine->table.take_if(key, matching_entry_type_t::send, take_any);
     if (recv != nullptr) {
       message->data = data;  // no packet: match_receive copies from the region
+      hand_over(static_cast<request_t*>(recv), request_owner_t::matching_table,
+                request_owner_t::thread);
       match_receive(device, static_cast<request_t*>(recv), message, /*signal=*/true);
       return true;
     }
@@ -394,8 +403,9 @@ void insert_unexpected(device_impl_t& device, matching_engine_impl_t& engine,
         engine_ptr->table.insert(key, message, matching_entry_type_t::send);
     if (result.kind == matching::insert_kind_t::retry_nomem) return errorcode_t::retry_nomem;
     if (result.kind == matching::insert_kind_t::matched) {
-      match_receive(*device_ptr, static_cast<request_t*>(result.value), message,
-                    /*signal=*/true);
+      auto* recv = static_cast<request_t*>(result.value);
+      hand_over(recv, request_owner_t::matching_table, request_owner_t::thread);
+      match_receive(*device_ptr, recv, message, /*signal=*/true);
     }
     return errorcode_t::done;
   });

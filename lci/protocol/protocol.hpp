@@ -127,7 +127,9 @@ void handle_local_completion(device_impl_t& device, const backend::net_status_t&
 // (AM) or unexpected-message records (send) is empty; try again later.
 [[nodiscard]] bool handle_rts(device_impl_t& device, int rank, const rts_t& rts);
 void handle_rtr(device_impl_t& device, int rank, const rtr_t& rtr);
-void handle_rdv_done(device_impl_t& device, std::uint32_t rdv_id);
+// FIN, or the write-with-immediate, from `rank`. Throws std::runtime_error
+// naming `rank` when `rdv_id` names no rendezvous receive.
+void handle_rdv_done(device_impl_t& device, int rank, std::uint32_t rdv_id);
 // A chunk of a rendezvous copied through packets (rtr_mode_t::copy): `size`
 // bytes for offset `chunk.offset` of the receive `rdv_id` names. Throws
 // std::runtime_error naming `rank` for a chunk outside that receive.

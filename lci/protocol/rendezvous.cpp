@@ -37,6 +37,7 @@ status_t post_rts(const post_args_t& args, rts_kind_t kind, rma_rts_t* rma) {
   }
   // The RTR names the send by this id, not by its address: a peer's bytes
   // are looked up in the table, never dereferenced (handle_rtr()).
+  hand_over(request, request_owner_t::thread, request_owner_t::rdv_table);
   const std::uint32_t send_id = device.rdv_table().add(request);
   rts_t rts{};
   rts.send_request = send_id;
@@ -62,6 +63,7 @@ status_t post_rts(const post_args_t& args, rts_kind_t kind, rma_rts_t* rma) {
   }
   if (!error.is_done() && !error.is_posted()) {
     (void)device.rdv_table().take(send_id);  // no RTR can name it
+    hand_over(request, request_owner_t::rdv_table, request_owner_t::thread);
     // A crash that failed it meanwhile has signalled its comp: posted.
     if (!runtime.unwatch(request)) return status_t(errorcode_t::posted);
     device_impl_t::give_back(request);
@@ -188,7 +190,10 @@ error_t offer_receive(device_impl_t& device, request_t* recv, rtr_t* rtr) {
     if (registration_may_come(error)) return error;
     if (!error.is_done()) rtr->mode = rtr_mode_t::copy;
   }
-  if (recv->rdv_id == rdv_id_none) recv->rdv_id = device.rdv_table().add(recv);
+  if (recv->rdv_id == rdv_id_none) {
+    hand_over(recv, request_owner_t::thread, request_owner_t::rdv_table);
+    recv->rdv_id = device.rdv_table().add(recv);
+  }
   if (rtr->mode == rtr_mode_t::write) {
     const backend::net_rmr_t rmr = device.net().get_rmr(recv->mr);
     rtr->base = rmr.base;
@@ -257,6 +262,7 @@ void handle_rtr(device_impl_t& device, int rank, const rtr_t& rtr) {
                              ": no such send (" + std::to_string(rtr.send_request) + ")");
   }
   request_t* send = device.rdv_table().take(static_cast<std::uint32_t>(rtr.send_request));
+  hand_over(send, request_owner_t::rdv_table, request_owner_t::thread);
   // A checked get's receive is named only by its target's refusal.
   const bool refused_get =
       send->kind == request_kind_t::recv && rtr.mode == rtr_mode_t::refused;
@@ -312,11 +318,17 @@ void start_write(device_impl_t& device, request_t* send, int rank, const rtr_t& 
       }
       send->mr = send->owned_mr;
     }
-    if (with_imm) {
-      return net.post_putImm(rank, send->status.buffer, size, send->mr, offset, rmr,
-                             protocol::make_imm(protocol::msg_type_t::rdv_data, rdv_id), send);
+    hand_over(send, request_owner_t::thread, request_owner_t::network);
+    const error_t error =
+        with_imm ? net.post_putImm(rank, send->status.buffer, size, send->mr, offset, rmr,
+                                   protocol::make_imm(protocol::msg_type_t::rdv_data, rdv_id),
+                                   send)
+                 : net.post_put(rank, send->status.buffer, size, send->mr, offset, rmr, send);
+    // Refused: this step still holds it, to post it again.
+    if (!error.is_done() && !error.is_posted()) {
+      hand_over(send, request_owner_t::network, request_owner_t::thread);
     }
-    return net.post_put(rank, send->status.buffer, size, send->mr, offset, rmr, send);
+    return error;
   });
 }
 
@@ -326,8 +338,14 @@ void handle_rdv_write_done(device_impl_t& device, request_t* send) {
   complete_request(send, errorcode_t::done);
 }
 
-void handle_rdv_done(device_impl_t& device, std::uint32_t rdv_id) {
+void handle_rdv_done(device_impl_t& device, int rank, std::uint32_t rdv_id) {
   request_t* recv = device.rdv_table().take(rdv_id);
+  // A peer's id: one naming a send (whose RTR it got) is a corrupt FIN.
+  if (recv->kind != request_kind_t::recv) {
+    throw std::runtime_error("lci: a corrupt FIN from rank " + std::to_string(rank) +
+                             ": it names a request that is not a rendezvous receive");
+  }
+  hand_over(recv, request_owner_t::rdv_table, request_owner_t::thread);
   if (!device.runtime()->unwatch(recv)) return;  // a crash of the sender failed it
   complete_request(recv, errorcode_t::done);
 }
@@ -335,6 +353,7 @@ void handle_rdv_done(device_impl_t& device, std::uint32_t rdv_id) {
 void handle_rdv_chunk(device_impl_t& device, int rank, std::uint32_t rdv_id,
                       const rdv_chunk_t& chunk, const void* data, std::size_t size) {
   request_t* recv = device.rdv_table().at(rdv_id);
+  LCI_ASSERT(recv->owner == request_owner_t::rdv_table, "a chunk for a request the table lost");
   // The bytes go where the chunk says: only inside the receive it names.
   if (recv->kind != request_kind_t::recv || chunk.offset > recv->status.size ||
       size > recv->status.size - chunk.offset) {
@@ -357,7 +376,7 @@ void handle_rdv_chunk(device_impl_t& device, int rank, std::uint32_t rdv_id,
                              ": more bytes than the receive's " +
                              std::to_string(recv->status.size) + " (a chunk twice?)");
   }
-  if (before + size == recv->status.size) handle_rdv_done(device, rdv_id);
+  if (before + size == recv->status.size) handle_rdv_done(device, rank, rdv_id);
 }
 
 }  // namespace lci::detail

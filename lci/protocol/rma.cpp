@@ -123,6 +123,7 @@ status_t post_put(const post_args_t& args) {
   if (request == nullptr) return status_t(errorcode_t::retry_nomem);
   error_t error;
   if (!ensure_registered(device, request, &error)) return abandon(device, request, error);
+  hand_over(request, request_owner_t::thread, request_owner_t::network);
   error = signal ? net.post_putImm(args.rank, args.buffer, args.size, request->mr,
                                    target.offset, target.rmr, imm, request)
                  : net.post_put(args.rank, args.buffer, args.size, request->mr, target.offset,
@@ -142,6 +143,7 @@ status_t post_get(const post_args_t& args) {
   request->signal_imm = imm;
   error_t error;
   if (!ensure_registered(device, request, &error)) return abandon(device, request, error);
+  hand_over(request, request_owner_t::thread, request_owner_t::network);
   error = device.net().post_get(args.rank, args.buffer, args.size, request->mr, target.offset,
                                 target.rmr, request);
   if (!error.is_done() && !error.is_posted()) return abandon(device, request, error);

@@ -107,7 +107,10 @@ status_t post_checked_get(const post_args_t& args, const net_target_t& target) {
     // One chunk, or nothing to write (the target answers with a FIN): no
     // registration.
     if (recv->status.size <= d.packet_payload_max() - sizeof(rdv_chunk_t)) {
-      if (recv->rdv_id == rdv_id_none) recv->rdv_id = d.rdv_table().add(recv);
+      if (recv->rdv_id == rdv_id_none) {
+        hand_over(recv, request_owner_t::thread, request_owner_t::rdv_table);
+        recv->rdv_id = d.rdv_table().add(recv);
+      }
       message.receive = rtr_t{};
       message.receive.mode = rtr_mode_t::copy;
       message.receive.size = recv->status.size;

@@ -73,8 +73,25 @@ enum class request_kind_t : std::uint8_t {
 
 inline constexpr std::uint32_t rdv_id_none = ~std::uint32_t{0};
 
+// Who holds a request (request_t::owner): the parties of the header
+// comment. Every hand-off names the giver and the taker (hand_over), and
+// asserts that the giver held it, so that a request two parties take for
+// theirs (completed twice, completed while a table or the network still
+// names it, posted from a table) stops the program at the hand-off instead
+// of corrupting a pool later. A backlog step that captures a request holds
+// it as the thread that made the step did.
+enum class request_owner_t : std::uint8_t {
+  thread,          // a posting or progressing thread working on it
+  network,         // posted as an operation's user_context, until its completion
+  rdv_table,       // named by an id a peer will echo (rdv_table_t)
+  matching_table,  // a posted receive waiting in the matching table
+};
+
 struct request_t {
   request_kind_t kind = request_kind_t::send_eager;
+  // Written by the giver before the hand-off publishes the request (the
+  // network's completion, a table's lock or atomics), read by the taker.
+  request_owner_t owner = request_owner_t::thread;
   device_impl_t* device = nullptr;  // also whose pool it came from
   comp_impl_t* comp = nullptr;  // nullptr: COMP_NULL
   status_t status;              // what comp gets (error set at completion)
@@ -112,6 +129,12 @@ struct request_t {
   // (a receive still waiting for a message is not in flight).
   in_flight_mark_t in_flight;
 };
+
+// `request` passes from `from` to `to` (request_owner_t).
+inline void hand_over(request_t* request, request_owner_t from, request_owner_t to) {
+  LCI_ASSERT(request->owner == from, "a request handed over by a party that does not hold it");
+  request->owner = to;
+}
 
 // An incoming send that found no posted receive: stored in the matching
 // table until a receive takes it.
