@@ -271,7 +271,7 @@ status_t match_receive(device_impl_t& device, request_t* recv, unexpected_t* mes
     // size 0), so that nothing touches its buffer after the throw below;
     // the sender hears of it through a refusing RTR.
     recv->status.size = 0;
-    refuse_rts(device, rank, rts);
+    answer_rts(device, rank, rts, rtr_mode_t::refused);
     complete_request(recv, errorcode_t::fatal);
     throw_truncated(message_size, rank, rts.tag, capacity);
   }

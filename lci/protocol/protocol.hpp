@@ -168,9 +168,10 @@ error_t offer_receive(device_impl_t& device, request_t* recv, rtr_t* rtr);
 void start_write(device_impl_t& device, request_t* send, int rank, const rtr_t& rtr);
 // Sends `rtr` to `rank`, from the backlog while the network refuses it.
 void send_rtr(device_impl_t& device, int rank, const rtr_t& rtr);
-// Answers an RTS whose receive is too small, or a checked put or get the
-// target cannot honour: an RTR with `refused` set.
-void refuse_rts(device_impl_t& device, int rank, const rts_t& rts);
+// Answers an RTS with an RTR that moves no data: `refused` (a receive too
+// small, a checked put or get the target cannot honour), or `copy` with
+// nothing left to copy (a checked put whose bytes are all in place here).
+void answer_rts(device_impl_t& device, int rank, const rts_t& rts, rtr_mode_t mode);
 // Tells `rank` that the data of its receive `rdv_id` is in place (FIN),
 // from the backlog while the network refuses it.
 void send_fin(device_impl_t& device, int rank, std::uint32_t rdv_id);

@@ -238,11 +238,12 @@ void send_rtr(device_impl_t& device, int rank, const rtr_t& rtr) {
   });
 }
 
-void refuse_rts(device_impl_t& device, int rank, const rts_t& rts) {
+void answer_rts(device_impl_t& device, int rank, const rts_t& rts, rtr_mode_t mode) {
+  LCI_ASSERT(mode != rtr_mode_t::write, "an RTR to write names a receive");
   rtr_t rtr{};
   rtr.send_request = rts.send_request;
   rtr.rdv_id = rdv_id_none;
-  rtr.mode = rtr_mode_t::refused;
+  rtr.mode = mode;
   send_rtr(device, rank, rtr);
 }
 

@@ -95,6 +95,7 @@ status_t post_checked_get(const post_args_t& args, const net_target_t& target) {
   device_impl_t* device_ptr = &device;
   (void)device.run_or_backlog([device_ptr, recv, base, rkey, offset, rcomp]() -> error_t {
     device_impl_t& d = *device_ptr;
+    if (d.runtime()->is_failed(recv)) return errorcode_t::done;  // the target died
     rma_rts_t message{};
     message.rts.kind = rts_kind_t::get;
     message.rts.size = recv->status.size;
@@ -103,7 +104,6 @@ status_t post_checked_get(const post_args_t& args, const net_target_t& target) {
     message.base = base;
     message.rkey = rkey;
     message.offset = offset;
-    if (d.runtime()->is_failed(recv)) return errorcode_t::done;  // the target died
     // One chunk, or nothing to write (the target answers with a FIN): no
     // registration.
     if (recv->status.size <= d.packet_payload_max() - sizeof(rdv_chunk_t)) {
@@ -137,21 +137,11 @@ comp_impl_t* remote_comp_of(device_impl_t& device, int rank, const rts_t& rts) {
   if (rts.rcomp == 0) return nullptr;
   comp_impl_t* comp = device.runtime()->rcomp_target(rts.rcomp);
   if (comp == nullptr) {
-    refuse_rts(device, rank, rts);
+    answer_rts(device, rank, rts, rtr_mode_t::refused);
     throw_unregistered_rcomp(rts.kind == rts_kind_t::put ? "a put" : "a get", rank, rts.rcomp,
                              " (the access was refused)");
   }
   return comp;
-}
-
-// Completes the initiator's put whose bytes are all in place here (or had
-// none): an RTR in copy mode with nothing left to copy.
-void answer_put_done(device_impl_t& device, int rank, const rts_t& rts) {
-  rtr_t done{};
-  done.send_request = rts.send_request;
-  done.rdv_id = rdv_id_none;
-  done.mode = rtr_mode_t::copy;
-  send_rtr(device, rank, done);
 }
 
 }  // namespace
@@ -164,12 +154,12 @@ void handle_inline_put(device_impl_t& device, int rank, const rma_rts_t& message
   mr_impl_t* mr = device.runtime()->pin_registration(device, message.base, message.rkey,
                                                       message.offset, rts.size);
   if (mr == nullptr) {
-    refuse_rts(device, rank, rts);
+    answer_rts(device, rank, rts, rtr_mode_t::refused);
     return;
   }
   std::memcpy(static_cast<std::byte*>(mr->net_mr.base) + message.offset, data, rts.size);
   mr->unpin();
-  answer_put_done(device, rank, rts);
+  answer_rts(device, rank, rts, rtr_mode_t::copy);  // the put completes on arrival
   if (comp != nullptr) {
     status_t status;  // as a direct put's signal (handle_signal)
     status.error = errorcode_t::done;
@@ -192,7 +182,7 @@ bool handle_rma_rts(device_impl_t& device, int rank, const rma_rts_t& message) {
       runtime.pin_registration(device, message.base, message.rkey, message.offset, rts.size);
   if (mr == nullptr) {
     device_impl_t::give_back(request);
-    refuse_rts(device, rank, rts);
+    answer_rts(device, rank, rts, rtr_mode_t::refused);
     return true;
   }
   request->pinned = mr;
@@ -206,7 +196,7 @@ bool handle_rma_rts(device_impl_t& device, int rank, const rma_rts_t& message) {
     request->kind = is_put ? request_kind_t::recv : request_kind_t::send_rdv;
     complete_request(request, errorcode_t::done);
     if (is_put) {
-      answer_put_done(device, rank, rts);
+      answer_rts(device, rank, rts, rtr_mode_t::copy);
     } else {
       send_fin(device, rank, message.receive.rdv_id);
     }
