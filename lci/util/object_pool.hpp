@@ -55,6 +55,7 @@ class object_pool_t {
     LCI_ASSERT(objects_max > 0, "an object pool needs room for one object");
     LCI_ASSERT(objects_max < index_none, "an object pool over 2^32 - 1 slots");
     // Slot 0 on top, then 1, 2, ...; the last one's link is 0: the bottom.
+    // taken_high_water() relies on this order.
     for (std::size_t index = 0; index < objects_max; ++index) {
       const std::size_t below = index + 1 < objects_max ? index + 2 : 0;
       // relaxed: before the pool is shared.
@@ -80,7 +81,7 @@ class object_pool_t {
       // destruction) happens before this taker constructs it. [T2]
       if (head_.compare_exchange_strong(head, pack(next_version(head), next), util::mo_acquire,
                                         util::mo_acquire)) {
-        note_taken();
+        note_taken(top);
         return ::new (static_cast<void*>(slots_[top - 1].bytes)) T();
       }
       // head was reloaded by the failed CAS: another take or give_back
@@ -94,9 +95,11 @@ class object_pool_t {
     LCI_ASSERT(owns(object), "an object given back to a pool it is not from");
     object->~T();
     const auto index = static_cast<std::uint32_t>(reinterpret_cast<slot_t*>(object) - &slots_[0]);
-    // relaxed: a count for tests; the slot itself travels through head_.
-    const std::size_t taken_before = taken_count_.fetch_sub(1, util::mo_relaxed);
-    LCI_ASSERT(taken_before >= 1, "an object pool given back more than it lent");
+#if defined(LCI_DEBUG) && LCI_DEBUG
+    // relaxed: a count for the check only; the slot travels through head_.
+    const std::size_t lent_before = lent_count_.fetch_sub(1, util::mo_relaxed);
+    LCI_ASSERT(lent_before >= 1, "an object pool given back more than it lent");
+#endif
     std::uint64_t head = head_.load(util::mo_relaxed);  // relaxed: the CAS validates it
     while (true) {
       // relaxed: published by the release CAS below.
@@ -120,10 +123,27 @@ class object_pool_t {
     return slot >= &slots_[0] && slot < &slots_[0] + objects_max_;
   }
   std::size_t objects_max() const { return objects_max_; }
-  // Objects taken now, and the most taken at once so far (what a test of
-  // bounded memory reads). Exact while nothing runs concurrently.
-  std::size_t taken_count() const { return taken_count_.load(util::mo_relaxed); }
-  std::size_t taken_high_water() const { return taken_high_water_.load(util::mo_relaxed); }
+  // Objects taken now: objects_max less the free list's length. Only while
+  // nothing takes or gives back concurrently (a test's or a teardown's
+  // look); it walks the list.
+  std::size_t taken_count() const {
+    std::size_t free_count = 0;
+    // relaxed: quiescent by precondition.
+    for (std::uint32_t top = top_of(head_.load(util::mo_relaxed)); top != 0;
+         top = links_[top - 1].load(util::mo_relaxed)) {
+      ++free_count;
+      LCI_ASSERT(free_count <= objects_max_, "an object pool's free list has a cycle");
+    }
+    return objects_max_ - free_count;
+  }
+  // The most objects taken at once so far (what a test of bounded memory
+  // reads): the slots ever lent, since the free list is a stack that starts
+  // in slot order (0 on top). A slot is lent for the first time only from
+  // the top of the never-lent slots below every slot given back, so at that
+  // moment every slot lent before it is out as well: the k-th distinct slot
+  // is lent exactly when k objects are out at once. Exact while nothing runs
+  // concurrently.
+  std::size_t taken_high_water() const { return slots_lent_.load(util::mo_relaxed); }
 
  private:
   static constexpr std::uint32_t index_none = ~std::uint32_t{0};
@@ -145,26 +165,36 @@ class object_pool_t {
     return version_of(head) + (util::mutated("object_pool_no_version") ? 0 : 1);
   }
 
-  void note_taken() {
-    // relaxed: counts for tests and diagnostics, ordered by nothing.
-    const std::size_t taken = taken_count_.fetch_add(1, util::mo_relaxed) + 1;
-    LCI_ASSERT(taken <= objects_max_, "an object pool over its bound");
-    std::size_t high = taken_high_water_.load(util::mo_relaxed);
-    // Ends: each failure means another thread raised the mark.
-    while (taken > high && !taken_high_water_.compare_exchange_weak(high, taken, util::mo_relaxed,
-                                                                    util::mo_relaxed)) {
+  // `top`: the slot just taken, + 1.
+  void note_taken(std::uint32_t top) {
+    // relaxed: a mark for tests, ordered by nothing. Written only the first
+    // time a slot is lent, so in steady state a take reads a line nobody
+    // writes instead of counting on a shared one; ends as each failure means
+    // another thread raised the mark.
+    std::uint32_t lent = slots_lent_.load(util::mo_relaxed);
+    while (top > lent &&
+           !slots_lent_.compare_exchange_weak(lent, top, util::mo_relaxed, util::mo_relaxed)) {
     }
+#if defined(LCI_DEBUG) && LCI_DEBUG
+    // The debug builds count what is out, so that a give_back of something
+    // never lent (a double give_back) stops at the assertion instead of
+    // corrupting the free list. relaxed: a count, ordered by nothing.
+    const std::size_t lent_now = lent_count_.fetch_add(1, util::mo_relaxed) + 1;
+    LCI_ASSERT(lent_now <= objects_max_, "an object pool over its bound");
+#endif
   }
 
   const std::size_t objects_max_;
   const std::unique_ptr<slot_t[]> slots_;
   // links_[i]: the index + 1 of the slot under slot i on the free list.
   const std::unique_ptr<util::atomic<std::uint32_t>[]> links_;
-  // Written by every taker and giver; the counts (written by the same
-  // threads, read by tests) on their own line so the head's stays short.
+  // Written by every taker and giver; the mark (read by every taker,
+  // written rarely) on its own line so the head's stays short.
   alignas(util::cache_line_bytes) util::atomic<std::uint64_t> head_{0};  // version << 32 | top + 1
-  alignas(util::cache_line_bytes) util::atomic<std::size_t> taken_count_{0};
-  util::atomic<std::size_t> taken_high_water_{0};
+  alignas(util::cache_line_bytes) util::atomic<std::uint32_t> slots_lent_{0};
+#if defined(LCI_DEBUG) && LCI_DEBUG
+  util::atomic<std::size_t> lent_count_{0};
+#endif
 };
 
 }  // namespace lci::util

@@ -11,15 +11,12 @@ namespace {
 // that is model-checked (under LCI_MODEL_CHECK the header does not use it).
 std::atomic<std::size_t> next_thread_index{0};
 
-std::size_t assign_thread_index() {
-  // relaxed: the value only needs to be unique, it publishes nothing.
-  return next_thread_index.fetch_add(1, std::memory_order_relaxed);
-}
-
 }  // namespace
 
-std::size_t thread_index() {
-  thread_local const std::size_t index = assign_thread_index();
+std::size_t detail::assign_thread_index() {
+  // relaxed: the value only needs to be unique, it publishes nothing.
+  const std::size_t index = next_thread_index.fetch_add(1, std::memory_order_relaxed);
+  thread_index_plus_one = index + 1;
   return index;
 }
 

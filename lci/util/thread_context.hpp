@@ -35,7 +35,23 @@ inline std::uint32_t thread_random(std::uint32_t limit) {
 
 #else
 
-std::size_t thread_index();
+namespace detail {
+// The calling thread's index + 1; 0 until its first thread_index(). A
+// constant initializer and initial-exec (as spinlock.hpp's count; LCI is
+// never dlopen'ed) make a read one load at a fixed offset from the thread
+// pointer: the previous dynamically initialized thread_local went through
+// its TLS wrapper and __tls_get_addr, 22 instructions a call, and the
+// packet pool and the LCRQ's hazard slots call this on every operation.
+inline thread_local std::size_t thread_index_plus_one
+    __attribute__((tls_model("initial-exec"))) = 0;
+std::size_t assign_thread_index();  // out of line: the first call only
+}  // namespace detail
+
+inline std::size_t thread_index() {
+  const std::size_t plus_one = detail::thread_index_plus_one;
+  if (__builtin_expect(plus_one != 0, 1)) return plus_one - 1;
+  return detail::assign_thread_index();
+}
 
 // Uniform enough in [0, limit) for victim selection; limit > 0.
 std::uint32_t thread_random(std::uint32_t limit);

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <thread>
 #include <vector>
@@ -37,6 +38,45 @@ TEST(ObjectPool, HandsOutAtMostItsBoundThenNothing) {
   for (record_t* record : taken) pool.give_back(record);
   EXPECT_EQ(pool.taken_count(), 0u);
   EXPECT_EQ(pool.taken_high_water(), 4u);
+}
+
+// The counts a test of bounded memory reads: taken_count() is what is out
+// now and taken_high_water() the most out at once, through a seeded walk of
+// takes and give-backs in every order (LIFO and not), checked against a
+// count kept beside the pool after every step.
+TEST(ObjectPool, CountsFollowTakesAndGiveBacks) {
+  constexpr std::size_t objects_max = 16;
+  lci::util::object_pool_t<record_t> pool(objects_max);
+  std::vector<record_t*> held;
+  std::size_t most_held = 0;
+  std::uint64_t state = 0x2545F4914F6CDD1Dull;
+  for (int step = 0; step < 20000; ++step) {
+    state ^= state << 13;
+    state ^= state >> 7;
+    state ^= state << 17;
+    // Drifts between a nearly empty and a nearly full pool.
+    const bool filling = (step / 500) % 2 == 0;
+    const bool take = held.empty() || (state % 8) < (filling ? 5u : 3u);
+    if (take) {
+      record_t* record = pool.take();
+      if (held.size() == objects_max) {
+        ASSERT_EQ(record, nullptr);
+      } else {
+        ASSERT_NE(record, nullptr);
+        held.push_back(record);
+      }
+    } else {
+      const std::size_t which = static_cast<std::size_t>(state >> 32) % held.size();
+      pool.give_back(held[which]);
+      held[which] = held.back();
+      held.pop_back();
+    }
+    most_held = std::max(most_held, held.size());
+    ASSERT_EQ(pool.taken_count(), held.size()) << "step " << step;
+    ASSERT_EQ(pool.taken_high_water(), most_held) << "step " << step;
+  }
+  for (record_t* record : held) pool.give_back(record);
+  EXPECT_EQ(pool.taken_count(), 0u);
 }
 
 TEST(ObjectPool, ForeignObjectsAreNotOwned) {

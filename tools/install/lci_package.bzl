@@ -74,7 +74,15 @@ def _lci_package_impl(ctx):
         progress_message = "Merging the archives of lib%s.a" % name,
     )
 
-    link_args = ["-shared", "-o", shared_lib.path, "-Wl,-soname,lib%s.so" % name, "-Wl,-z,defs"]
+    # -Bsymbolic-functions: the library's calls to its own functions bind
+    # inside it at link time, not through the PLT at run time. Every API
+    # call goes through several internal functions (resolving the runtime,
+    # the resource, the structure), and a PLT hop on each is a measurable
+    # share of a packet pool get or a queue pop (docs/bench_upstream.md). A
+    # program cannot interpose LCI's internal functions then, which nothing
+    # supports anyway; data symbols still resolve as before.
+    link_args = ["-shared", "-o", shared_lib.path, "-Wl,-soname,lib%s.so" % name, "-Wl,-z,defs",
+                 "-Wl,-Bsymbolic-functions"]
     link_args += ["-Wl,--whole-archive"] + [a.path for a in pic_archives]
     link_args.append("-Wl,--no-whole-archive")
     link_inputs = list(pic_archives)
