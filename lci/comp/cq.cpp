@@ -7,6 +7,7 @@
 #include <string>
 
 #include "lci/util/assert.hpp"
+#include "lci/util/thread_context.hpp"
 
 namespace lci::detail {
 
@@ -23,6 +24,13 @@ int checked_length(cq_kind_t kind, int default_length) {
   return default_length;
 }
 
+// A sixteenth of the queue's nodes over all caches at most: the caches
+// never keep a short queue's signals from its pool.
+std::size_t node_cache_capacity(int default_length, std::size_t slots, std::size_t most) {
+  const std::size_t share = static_cast<std::size_t>(std::max(1, default_length)) / 16 / slots;
+  return std::min(share, most);
+}
+
 }  // namespace
 
 cq_impl_t::cq_impl_t(cq_kind_t kind, int default_length)
@@ -35,7 +43,10 @@ cq_impl_t::cq_impl_t(cq_kind_t kind, int default_length)
                  : nullptr),
       // lcrq ignores default_length as a capacity, not as the statuses it
       // queues without allocating.
-      nodes_(static_cast<std::size_t>(std::max(1, default_length))) {
+      nodes_(static_cast<std::size_t>(std::max(1, default_length))),
+      node_cache_capacity_(
+          node_cache_capacity(default_length, node_cache_slots, node_cache_capacity_max)),
+      node_caches_(node_cache_capacity_ >= 2 ? new node_cache_t[node_cache_slots] : nullptr) {
   LCI_ASSERT((lcrq_ == nullptr) != (array_ == nullptr),
              "a completion queue wraps exactly one queue");
 }
@@ -54,19 +65,49 @@ cq_impl_t::~cq_impl_t() {
              "completion queue count not zero after draining it at teardown");
 }
 
+cq_impl_t::node_cache_t* cq_impl_t::own_node_cache() {
+  if (node_caches_ == nullptr) return nullptr;
+  const std::size_t index = util::thread_index();
+  return index < node_cache_slots ? &node_caches_[index] : nullptr;
+}
+
 cq_impl_t::status_node_t* cq_impl_t::make_node(const status_t& status) {
-  status_node_t* node = nodes_.take();
-  if (node == nullptr) node = new status_node_t;  // past default_length (see Allocation)
+  status_node_t* node = nullptr;
+  if (node_cache_t* cache = own_node_cache(); cache != nullptr) {
+    // Refill half: the other half is room for what this thread's pops give
+    // back before the cache must flush.
+    if (cache->count == 0) cache->count = nodes_.take_up_to(cache->nodes, node_cache_capacity_ / 2);
+    if (cache->count > 0) node = cache->nodes[--cache->count];
+  } else {
+    node = nodes_.take();
+  }
+  if (node == nullptr) {
+    node = new status_node_t;  // past default_length (see Allocation)
+    // relaxed: a count for tests, ordered by nothing.
+    allocated_nodes_.fetch_add(1, util::mo_relaxed);
+  }
   node->status = status;
   return node;
 }
 
 void cq_impl_t::free_node(status_node_t* node) {
-  if (nodes_.owns(node)) {
-    nodes_.give_back(node);
-  } else {
+  if (!nodes_.owns(node)) {
     delete node;
+    return;
   }
+  node_cache_t* cache = own_node_cache();
+  if (cache == nullptr) {
+    nodes_.give_back(node);
+    return;
+  }
+  if (cache->count == node_cache_capacity_) {
+    // Flush the older half (the bottom of the cache) in one batch.
+    const std::size_t flushed = node_cache_capacity_ / 2;
+    nodes_.give_back_all(cache->nodes, flushed);
+    std::copy(cache->nodes + flushed, cache->nodes + cache->count, cache->nodes);
+    cache->count -= flushed;
+  }
+  cache->nodes[cache->count++] = node;
 }
 
 void cq_impl_t::signal(status_t status) {
@@ -102,6 +143,10 @@ status_t cq_impl_t::pop() {
 std::uint64_t cq_impl_t::spilled_count() const {
   util::spinlock_guard_t guard(overflow_lock_);
   return spilled_total_;
+}
+
+std::uint64_t cq_impl_t::allocated_nodes_count() const {
+  return allocated_nodes_.load(util::mo_relaxed);  // relaxed: see make_node()
 }
 
 // The array first, unless earlier statuses wait in the overflow list: a

@@ -14,10 +14,12 @@
 //                still queued at destruction are discarded (the buffers they
 //                name are not freed).
 // Allocation:    at construction the queue (array_atomic: default_length
-//                slots) and a pool of default_length status nodes. On the
-//                data path none while at most default_length statuses are
-//                queued: signal() takes a node from the pool, the pop()
-//                that returns it gives it back. Past that (nobody pops) a
+//                slots), a pool of default_length status nodes and the
+//                per-thread node caches. On the data path none while at
+//                most default_length statuses are queued, less what the
+//                caches hold (at most node_cache_slots * the cache size,
+//                see node_cache_t): signal() takes a node, the pop() that
+//                returns it gives it back. Past that (nobody pops) a
 //                signal allocates its node rather than lose the status or
 //                fail: a completion cannot be refused.
 // Limits:        array_atomic: 1 <= default_length <= default_length_max
@@ -68,8 +70,11 @@ class cq_impl_t final : public comp_impl_t {
   // The oldest status, or one whose error is errorcode_t::retry when empty.
   [[nodiscard]] status_t pop();
   cq_kind_t cq_kind() const { return cq_kind_; }
-  // Diagnostics for tests: statuses that ever went to the overflow list.
+  // Diagnostics for tests: statuses that ever went to the overflow list,
+  // and signals whose node was allocated because the pool (and the
+  // signaller's cache) had none.
   std::uint64_t spilled_count() const;
+  std::uint64_t allocated_nodes_count() const;
 
  private:
   // A queued status: what the wrapped queues hold (as void*), and a link
@@ -78,9 +83,29 @@ class cq_impl_t final : public comp_impl_t {
     status_t status;
     status_node_t* next = nullptr;
   };
-  // A node holding `status`: from the pool, or allocated past its bound.
+  // A node holding `status`: from the calling thread's cache, the pool,
+  // or allocated past its bound.
   status_node_t* make_node(const status_t& status);
   void free_node(status_node_t* node);
+
+  // Free nodes kept by one thread: signal() takes from its own cache and
+  // pop() gives back to its own, so a thread that signals and pops (or a
+  // pair of threads, one signalling and one popping) touches the shared
+  // pool once per half cache (one CAS for the batch) instead of twice per
+  // status. Before the caches, the pool's head was the one word besides
+  // the queue's own that every signal and every pop of every thread wrote
+  // (docs/bench_upstream.md, "Thread scaling"). Cache i belongs to the
+  // thread whose util::thread_index() is i, which only it touches: thread
+  // indices are never reused, so no lock. Threads with higher indices use
+  // the pool directly. A thread that exits leaves its cache's nodes there,
+  // so at most node_cache_slots * capacity nodes stay out of the pool.
+  static constexpr std::size_t node_cache_slots = 64;
+  static constexpr std::size_t node_cache_capacity_max = 32;
+  struct alignas(util::cache_line_bytes) node_cache_t {
+    status_node_t* nodes[node_cache_capacity_max];
+    std::size_t count = 0;
+  };
+  node_cache_t* own_node_cache();
 
   void push_array(status_node_t* node);
   void spill(status_node_t* node);
@@ -92,6 +117,11 @@ class cq_impl_t final : public comp_impl_t {
   const std::unique_ptr<cq::faa_array_t>
       array_;  // kind array_atomic, else null
   util::object_pool_t<status_node_t> nodes_;  // default_length nodes
+  // Nodes one cache holds at most: node_cache_capacity_max, less for a
+  // queue so short that full caches would take most of its nodes (0: no
+  // caches, every node comes from the pool).
+  const std::size_t node_cache_capacity_;
+  const std::unique_ptr<node_cache_t[]> node_caches_;  // node_cache_slots; null without caches
 
   // The overflow list (array_atomic only). spilled_pending_ (its length) is
   // polled by every signal and pop on the fast path, but written only on the
@@ -121,6 +151,7 @@ class cq_impl_t final : public comp_impl_t {
   status_node_t* overflow_head_ = nullptr;  // guarded by overflow_lock_
   status_node_t* overflow_tail_ = nullptr;  // guarded by overflow_lock_
   std::uint64_t spilled_total_ = 0;         // guarded by overflow_lock_
+  util::atomic<std::uint64_t> allocated_nodes_{0};  // written past the pool only
 };
 
 }  // namespace lci::detail

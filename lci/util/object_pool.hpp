@@ -1,11 +1,13 @@
 // object_pool_t<T>: objects_max slots for T, allocated at construction;
 // take() constructs a T in a free slot, give_back() destroys it and frees
-// the slot. What the runtime's data path uses instead of new/delete for its
+// the slot; take_up_to() and give_back_all() do the same for several at
+// once with one CAS (a per-thread cache's refill and flush). What the
+// runtime's data path uses instead of new/delete for its
 // short-lived records (requests, unexpected messages, queued completion
 // statuses), so that it never allocates after init and never holds more
 // than a configured number of them.
 //
-// Thread safety: take() and give_back() may run concurrently from any
+// Thread safety: all four may run concurrently from any
 //                threads; a T may be given back by another thread than the
 //                one that took it.
 // Blocking:      never.
@@ -19,8 +21,8 @@
 // Limits:        objects_max objects taken at once (< 2^32); take() on an
 //                empty pool returns nullptr (the caller answers retry or
 //                waits), never allocates.
-// Linearization: take() at its successful CAS of head_ (or, empty, at the
-//                load that found no slot); give_back() at its CAS.
+// Linearization: a take at its successful CAS of head_ (or, empty, at the
+//                load that found no slot); a give_back at its CAS.
 //
 // The free list is a stack of slot indices. head_ packs the top index
 // (+1, so 0 is empty) with a version that every successful CAS increments:
@@ -68,21 +70,41 @@ class object_pool_t {
 
   // A default-constructed T, or nullptr when objects_max are taken.
   [[nodiscard]] T* take() {
-    // acquire: pairs with the release CAS in give_back() [G], so the link
-    // read below is the one the giver wrote. [T1]
+    T* object = nullptr;
+    return take_up_to(&object, 1) == 1 ? object : nullptr;
+  }
+
+  // Up to `count` default-constructed Ts into out[0, n), the top n slots of
+  // the free list taken with one CAS; returns n, 0 when the pool is empty.
+  // What a per-thread cache refills itself with (comp/cq.hpp).
+  [[nodiscard]] std::size_t take_up_to(T** out, std::size_t count) {
+    LCI_ASSERT(count > 0, "taking no objects");
+    // acquire: pairs with the release CAS in give_back_all() [G]. Every
+    // change of head_ is a read-modify-write, so this load continues the
+    // release sequence of every give_back before it: the links of all the
+    // slots below the top read below are the ones their givers wrote. [T1]
     std::uint64_t head = head_.load(util::mo_acquire);
     while (true) {
-      const std::uint32_t top = top_of(head);
-      if (top == 0) return nullptr;
-      // relaxed: ordered by [T1]/[T2]; a stale value (the slot was taken
-      // meanwhile) fails the CAS below on the version.
-      const std::uint32_t next = links_[top - 1].load(util::mo_relaxed);
-      // acquire on success: the object's last give_back() (its
-      // destruction) happens before this taker constructs it. [T2]
-      if (head_.compare_exchange_strong(head, pack(next_version(head), next), util::mo_acquire,
+      std::size_t taken = 0;
+      std::uint32_t below = top_of(head);
+      std::uint32_t lent_max = 0;  // the highest slot taken, + 1
+      while (taken < count && below != 0) {
+        out[taken++] = static_cast<T*>(static_cast<void*>(slots_[below - 1].bytes));
+        lent_max = below > lent_max ? below : lent_max;
+        // relaxed: ordered by [T1]/[T2]. A link written since the load of
+        // head (its slot taken and given back meanwhile) comes with a new
+        // version of head_, so the CAS below fails on it; the count bounds
+        // the walk over such a stale link.
+        below = links_[below - 1].load(util::mo_relaxed);
+      }
+      if (taken == 0) return 0;
+      // acquire on success: the objects' last give_back (their
+      // destruction) happens before this taker constructs them. [T2]
+      if (head_.compare_exchange_strong(head, pack(next_version(head), below), util::mo_acquire,
                                         util::mo_acquire)) {
-        note_taken(top);
-        return ::new (static_cast<void*>(slots_[top - 1].bytes)) T();
+        note_taken(lent_max, taken);
+        for (std::size_t i = 0; i < taken; ++i) out[i] = ::new (static_cast<void*>(out[i])) T();
+        return taken;
       }
       // head was reloaded by the failed CAS: another take or give_back
       // succeeded, so the loop cannot livelock.
@@ -90,30 +112,42 @@ class object_pool_t {
   }
 
   // Destroys `object` (taken from this pool) and frees its slot.
-  void give_back(T* object) {
-    LCI_ASSERT(object != nullptr, "giving back no object");
-    LCI_ASSERT(owns(object), "an object given back to a pool it is not from");
-    object->~T();
-    const auto index = static_cast<std::uint32_t>(reinterpret_cast<slot_t*>(object) - &slots_[0]);
+  void give_back(T* object) { give_back_all(&object, 1); }
+
+  // Destroys objects[0, count) (each taken from this pool) and frees their
+  // slots with one CAS; objects[0] ends on top of the free list.
+  void give_back_all(T* const* objects, std::size_t count) {
+    LCI_ASSERT(count > 0, "giving back no objects");
+    for (std::size_t i = 0; i < count; ++i) {
+      LCI_ASSERT(objects[i] != nullptr, "giving back no object");
+      LCI_ASSERT(owns(objects[i]), "an object given back to a pool it is not from");
+      objects[i]->~T();
+      // relaxed: the chain is private until the release CAS below
+      // publishes it.
+      if (i > 0) links_[index_of(objects[i - 1])].store(index_of(objects[i]) + 1, util::mo_relaxed);
+    }
 #if defined(LCI_DEBUG) && LCI_DEBUG
-    // relaxed: a count for the check only; the slot travels through head_.
-    const std::size_t lent_before = lent_count_.fetch_sub(1, util::mo_relaxed);
-    LCI_ASSERT(lent_before >= 1, "an object pool given back more than it lent");
+    // relaxed: a count for the check only; the slots travel through head_.
+    const std::size_t lent_before = lent_count_.fetch_sub(count, util::mo_relaxed);
+    LCI_ASSERT(lent_before >= count, "an object pool given back more than it lent");
 #endif
+    const std::uint32_t first = index_of(objects[0]);
+    const std::uint32_t last = index_of(objects[count - 1]);
     std::uint64_t head = head_.load(util::mo_relaxed);  // relaxed: the CAS validates it
     while (true) {
       // relaxed: published by the release CAS below.
-      links_[index].store(top_of(head), util::mo_relaxed);
-      // release: pairs with the acquires in take() [T1][T2]. [G] The broken
-      // variant "object_pool_relaxed_give_back" (model check only) drops
-      // it: the next taker's use of the object races with ours.
+      links_[last].store(top_of(head), util::mo_relaxed);
+      // release: pairs with the acquires in take_up_to() [T1][T2]. [G] The
+      // broken variant "object_pool_relaxed_give_back" (model check only)
+      // drops it: the next taker's use of an object races with ours.
       const util::memory_order order =
           util::mutated("object_pool_relaxed_give_back") ? util::mo_relaxed : util::mo_release;
-      if (head_.compare_exchange_strong(head, pack(next_version(head), index + 1), order,
+      if (head_.compare_exchange_strong(head, pack(next_version(head), first + 1), order,
                                         util::mo_relaxed)) {
         return;
       }
-      // As in take(): a failure means another thread's operation succeeded.
+      // As in take_up_to(): a failure means another thread's operation
+      // succeeded.
     }
   }
 
@@ -165,22 +199,28 @@ class object_pool_t {
     return version_of(head) + (util::mutated("object_pool_no_version") ? 0 : 1);
   }
 
-  // `top`: the slot just taken, + 1.
-  void note_taken(std::uint32_t top) {
+  std::uint32_t index_of(const T* object) const {
+    return static_cast<std::uint32_t>(reinterpret_cast<const slot_t*>(object) - &slots_[0]);
+  }
+
+  // `lent_max`: the highest slot just taken, + 1; `taken`: how many.
+  void note_taken(std::uint32_t lent_max, std::size_t taken) {
     // relaxed: a mark for tests, ordered by nothing. Written only the first
     // time a slot is lent, so in steady state a take reads a line nobody
     // writes instead of counting on a shared one; ends as each failure means
     // another thread raised the mark.
     std::uint32_t lent = slots_lent_.load(util::mo_relaxed);
-    while (top > lent &&
-           !slots_lent_.compare_exchange_weak(lent, top, util::mo_relaxed, util::mo_relaxed)) {
+    while (lent_max > lent &&
+           !slots_lent_.compare_exchange_weak(lent, lent_max, util::mo_relaxed, util::mo_relaxed)) {
     }
 #if defined(LCI_DEBUG) && LCI_DEBUG
     // The debug builds count what is out, so that a give_back of something
     // never lent (a double give_back) stops at the assertion instead of
     // corrupting the free list. relaxed: a count, ordered by nothing.
-    const std::size_t lent_now = lent_count_.fetch_add(1, util::mo_relaxed) + 1;
+    const std::size_t lent_now = lent_count_.fetch_add(taken, util::mo_relaxed) + taken;
     LCI_ASSERT(lent_now <= objects_max_, "an object pool over its bound");
+#else
+    (void)taken;
 #endif
   }
 

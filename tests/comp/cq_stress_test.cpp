@@ -26,11 +26,11 @@ constexpr int signallers_count = 4;
 constexpr int poppers_count = 2;
 constexpr int array_length = 16;
 
-void run_stress(cq_kind_t kind) {
+void run_stress(cq_kind_t kind, int length = array_length) {
   const int per_signaller = lci::comp::test::scaled(100000);
   const int held_back_per_signaller = 4 * array_length;  // > length in all
   const int total = per_signaller * signallers_count;
-  cq_impl_t cq(kind, array_length);
+  cq_impl_t cq(kind, length);
   auto seen = std::make_unique<std::atomic<int>[]>(total);
   for (int i = 0; i < total; ++i) seen[i].store(0);
   std::atomic<int> popped_count{0};
@@ -88,7 +88,7 @@ void run_stress(cq_kind_t kind) {
   EXPECT_EQ(duplicated, 0);
   EXPECT_EQ(order_errors.load(), 0) << "per-signaller FIFO order violated";
   EXPECT_TRUE(cq.pop().is_retry());
-  if (kind == cq_kind_t::array_atomic) {
+  if (kind == cq_kind_t::array_atomic && length == array_length) {
     EXPECT_GE(cq.spilled_count(),
               static_cast<std::uint64_t>(
                   signallers_count * held_back_per_signaller - array_length))
@@ -101,5 +101,44 @@ TEST(CqStressTest, ArrayAtomicWithOverflow) {
 }
 
 TEST(CqStressTest, Lcrq) { run_stress(cq_kind_t::lcrq); }
+
+// A real process's default length: the per-thread node caches are on
+// (cq.hpp, node_cache_t), signallers refill theirs from the pool in
+// batches and poppers flush theirs back.
+TEST(CqStressTest, LcrqWithNodeCaches) { run_stress(cq_kind_t::lcrq, 65536); }
+TEST(CqStressTest, ArrayAtomicWithNodeCaches) { run_stress(cq_kind_t::array_atomic, 65536); }
+
+// One thread signals, another pops, a few statuses in flight at a time:
+// every node the popper's cache collects goes back to the pool for the
+// signaller's next refill, so no signal ever allocates. A cache that kept
+// or lost what it flushes would empty the pool within the run.
+TEST(CqStressTest, NodesFlowBackFromThePoppersCache) {
+  constexpr int length = 4096;
+  constexpr int in_flight_max = 8;
+  const int total = lci::comp::test::scaled(200000);
+  cq_impl_t cq(cq_kind_t::lcrq, length);
+  std::atomic<int> popped{0};
+  std::thread signaller([&] {
+    for (int i = 0; i < total; ++i) {
+      while (i - popped.load() >= in_flight_max) std::this_thread::yield();
+      status_t status(lci::errorcode_t::done);
+      status.tag = static_cast<lci::tag_t>(i);
+      cq.signal(status);
+    }
+  });
+  int out_of_order = 0;
+  for (int expected = 0; expected < total;) {
+    const status_t status = cq.pop();
+    if (status.is_retry()) continue;
+    out_of_order += static_cast<int>(status.tag) != expected;
+    ++expected;
+    popped.store(expected);
+  }
+  signaller.join();
+  EXPECT_EQ(out_of_order, 0);
+  EXPECT_EQ(cq.allocated_nodes_count(), 0u)
+      << "signals allocated nodes with at most " << in_flight_max << " of " << length
+      << " in the queue";
+}
 
 }  // namespace

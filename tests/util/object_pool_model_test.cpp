@@ -44,11 +44,46 @@ struct no_shared_slot_t : rl::test_suite<no_shared_slot_t, 3> {
   }
 };
 
+// Batches: thread 0 takes up to three at once and gives them back in one
+// CAS, thread 1 takes two and gives them back one by one, thread 2 takes
+// and gives back singly, on three slots. Each writes its mark into every
+// record it holds and checks it: a walk over a stale link that still won
+// its CAS would hand a slot to two threads; a chain published without
+// release races with the next taker.
+struct batches_t : rl::test_suite<batches_t, 3> {
+  lci::util::object_pool_t<record_t> pool{3};
+
+  void thread(unsigned index) {
+    const int me = static_cast<int>(index) + 1;
+    record_t* held[3] = {};
+    const std::size_t want = index == 0 ? 3 : (index == 1 ? 2 : 1);
+    const std::size_t got = index == 2 ? (held[0] = pool.take()) != nullptr
+                                       : pool.take_up_to(held, want);
+    RL_ASSERT(got <= want);
+    for (std::size_t i = 0; i < got; ++i) held[i]->owner.store(me);
+    for (std::size_t i = 0; i < got; ++i) RL_ASSERT(held[i]->owner.load() == me);
+    if (got == 0) return;
+    if (index == 0) {
+      pool.give_back_all(held, got);
+    } else {
+      for (std::size_t i = 0; i < got; ++i) pool.give_back(held[i]);
+    }
+  }
+
+  void after() {
+    record_t* all[4] = {};
+    RL_ASSERT(pool.take_up_to(all, 4) == 3);
+    RL_ASSERT(all[0] != all[1] && all[1] != all[2] && all[0] != all[2]);
+    pool.give_back_all(all, 3);
+  }
+};
+
 }  // namespace
 
 int main() {
   using lci::model_check::run;
   return lci::model_check::exit_status({
       run<no_shared_slot_t>("object_pool: 3 threads, 2 slots", rl::sched_bound, 2),
+      run<batches_t>("object_pool: batches, 3 threads, 3 slots", rl::sched_bound, 2),
   });
 }

@@ -79,6 +79,29 @@ TEST(ObjectPool, CountsFollowTakesAndGiveBacks) {
   EXPECT_EQ(pool.taken_count(), 0u);
 }
 
+// take_up_to takes what the pool holds, at most the count asked for;
+// give_back_all returns a batch in one piece, its first object on top.
+TEST(ObjectPool, BatchesTakeWhatIsThereAndComeBackWhole) {
+  lci::util::object_pool_t<record_t> pool(5);
+  record_t* first[3] = {};
+  ASSERT_EQ(pool.take_up_to(first, 3), 3u);
+  record_t* rest[4] = {};
+  ASSERT_EQ(pool.take_up_to(rest, 4), 2u) << "only two were left";
+  record_t* none[1] = {};
+  EXPECT_EQ(pool.take_up_to(none, 1), 0u);
+  EXPECT_EQ(pool.taken_count(), 5u);
+  for (record_t* record : first) {
+    EXPECT_EQ(record->owner, 0u) << "batch-taken objects are default-constructed";
+    record->owner = 7;
+  }
+  pool.give_back_all(first, 3);
+  EXPECT_EQ(pool.taken_count(), 2u);
+  EXPECT_EQ(pool.take(), first[0]) << "the batch's first object is on top";
+  EXPECT_EQ(pool.take(), first[1]);
+  EXPECT_EQ(pool.take(), first[2]);
+  EXPECT_EQ(pool.taken_high_water(), 5u);
+}
+
 TEST(ObjectPool, ForeignObjectsAreNotOwned) {
   lci::util::object_pool_t<record_t> pool(2);
   record_t outside;
@@ -102,12 +125,16 @@ TEST(ObjectPool, ConcurrentTakersNeverShareASlot) {
       std::vector<record_t*> held;
       for (int round = 0; round < rounds; ++round) {
         if (held.size() < 3) {
-          record_t* record = pool.take();
-          if (record != nullptr) {
-            if (record->owner != 0) ++conflicts[static_cast<std::size_t>(t)];
-            record->owner = me;
-            record->payload[0] = static_cast<std::uint64_t>(round);
-            held.push_back(record);
+          // Odd threads take in batches, even ones singly.
+          record_t* got[2] = {};
+          const std::size_t count =
+              t % 2 == 1 ? pool.take_up_to(got, 3 - held.size() > 1 ? 2 : 1)
+                         : ((got[0] = pool.take()) != nullptr ? 1 : 0);
+          for (std::size_t i = 0; i < count; ++i) {
+            if (got[i]->owner != 0) ++conflicts[static_cast<std::size_t>(t)];
+            got[i]->owner = me;
+            got[i]->payload[0] = static_cast<std::uint64_t>(round);
+            held.push_back(got[i]);
           }
         }
         if (!held.empty() && (round % 3 != 0 || held.size() == 3)) {
@@ -117,7 +144,7 @@ TEST(ObjectPool, ConcurrentTakersNeverShareASlot) {
           pool.give_back(record);
         }
       }
-      for (record_t* record : held) pool.give_back(record);
+      if (!held.empty()) pool.give_back_all(held.data(), held.size());
     });
   }
   for (std::thread& thread : threads) thread.join();
