@@ -144,14 +144,25 @@ def parse_throughput(lines):
 
 # ---- targets ----
 
-class Target:
-    """One measured quantity: a label, its unit, and whether higher is
-    better."""
+# The goals of the data-path work (docs/bench_upstream.md, "Targets"):
+# ours/upstream for rates, at least; for the latency, at most.
+GOAL_RATE = 1.1        # 8 B AM and send/recv rates
+GOAL_LATENCY = 1.0     # AM round trip: no slower than upstream
+GOAL_BANDWIDTH = 1.0   # 4 KiB .. 1 MiB
+GOAL_RESOURCE = 1.5    # every resource benchmark
+GOAL_RAW = 0.85        # 8 B AMs against raw libfabric
 
-    def __init__(self, key, label, unit, higher_better=True):
+
+class Target:
+    """One measured quantity: a label, its unit, whether higher is better,
+    and its goal: the paired ratio it must reach (at least; at most where
+    lower is better)."""
+
+    def __init__(self, key, label, unit, goal, higher_better=True):
         self.key = key
         self.label = label
         self.unit = unit
+        self.goal = goal
         self.higher_better = higher_better
 
 
@@ -230,7 +241,7 @@ def compare_in(options, home):
         key = "msgrate_%s_%dt_%s" % (op, threads, devices)
         targets.append(Target(key, "8 B %s rate, %d thread%s, %s" % (
             "AM" if op == "am" else "send/recv", threads, "s" if threads > 1 else "",
-            devices), "msgs/s"))
+            devices), "msgs/s", GOAL_RATE))
         args = msgrate_args(op, threads, devices, options)
         with_raw = raw is not None and op == "am" and threads == 1 and devices == "shared"
         runs = systems + ([raw] if with_raw else [])
@@ -245,7 +256,7 @@ def compare_in(options, home):
             for devices in ("shared", "dedicated"):
                 add_msgrate(op, threads, devices)
 
-    targets.append(Target("latency_am", "AM round trip, 8 B, window 1", "us",
+    targets.append(Target("latency_am", "AM round trip, 8 B, window 1", "us", GOAL_LATENCY,
                           higher_better=False))
     jobs.append((systems,
                  lambda s: s.parallel("msgrate", msgrate_args("am", 1, "shared", options, 1)),
@@ -254,7 +265,7 @@ def compare_in(options, home):
     sizes = [4096 * 4 ** i for i in range(5)]
     for size in sizes:
         targets.append(Target("bandwidth_%d" % size, "bandwidth %s" % size_name(size),
-                              "bytes/s"))
+                              "bytes/s", GOAL_BANDWIDTH))
     jobs.append((systems,
                  lambda s: s.parallel("bandwidth", bandwidth_args(options, "4096:1048576")),
                  lambda lines: {"bandwidth_%d" % k: v
@@ -269,7 +280,7 @@ def compare_in(options, home):
             targets.append(Target("%s_%dt" % (name, threads),
                                   "API %s, %d thread%s" % (label, threads,
                                                            "s" if threads > 1 else ""),
-                                  "Mops"))
+                                  "Mops", GOAL_RESOURCE))
     resources_args = ["--threads", "1,2", "--ops", str(options.resource_ops),
                       "--repetitions", "3", "--csv"]
     jobs.append((systems,
@@ -291,7 +302,7 @@ def compare_in(options, home):
                 targets.append(Target("%s_%dt" % (name, threads),
                                       "own bench: %s, %d thread%s" % (
                                           label, threads, "s" if threads > 1 else ""),
-                                      "Mops"))
+                                      "Mops", GOAL_RESOURCE))
 
         def own_command(system):
             if system is ours:
@@ -340,7 +351,8 @@ def compare_in(options, home):
               "(bench/ofi_raw_msgrate), same rounds:" % options.provider)
         raw_target = [t for t in targets if t.key == "msgrate_am_1t_shared"]
         for library in ("ours", "upstream"):
-            print_table([Target(raw_target[0].key, "%s / raw" % library, "msgs/s")], samples,
+            print_table([Target(raw_target[0].key, "%s / raw" % library, "msgs/s", GOAL_RAW)],
+                        samples,
                         library, "raw", options.target, header=library == "ours",
                         first_title="lib")
     return report_failures(samples)
@@ -395,16 +407,19 @@ def format_value(value, unit):
     return "%.2f %s" % (value, unit)
 
 
-def print_table(targets, samples, first, second, threshold, header=True, first_title=None):
+def print_table(targets, samples, first, second, threshold=None, header=True,
+                first_title=None):
     """Prints, per target, each system's median [min-max], the paired ratio
-    first/second (min, median, max) and the ratio of the best runs; "met"
-    when the median paired ratio is at least `threshold` (at most
-    1/threshold where lower is better)."""
+    first/second (min, median, max), the ratio of the best runs and the
+    goal; "met" when the median paired ratio reaches the target's goal (at
+    least, or at most where lower is better), or `threshold` for every
+    target when one is given (at most 1/threshold where lower is better)."""
     if header:
-        print("%-42s %-27s %-27s %-22s %-9s %s" % (
+        print("%-42s %-27s %-27s %-22s %-9s %-7s %s" % (
             "target", "%s median [min-max]" % (first_title or first),
             "%s median [min-max]" % second,
-            "%s/%s min med max" % (first_title or first, second), "best/best", "verdict"))
+            "%s/%s min med max" % (first_title or first, second), "best/best", "goal",
+            "verdict"))
     for target in targets:
         a = samples.get(target.key, first)
         b = samples.get(target.key, second)
@@ -413,15 +428,20 @@ def print_table(targets, samples, first, second, threshold, header=True, first_t
             print("%-42s (no samples)" % target.label)
             continue
         median = statistics.median(ratios)
-        met = median >= threshold if target.higher_better else median <= 1 / threshold
+        if threshold is None:
+            goal = target.goal
+        else:
+            goal = threshold if target.higher_better else 1 / threshold
+        met = median >= goal if target.higher_better else median <= goal
         verdict = ("met" if met else "NOT met") + (
             "" if target.higher_better else " (lower is better)")
         # Interference only slows a run down: the ratio of the two best runs
         # is the steadier estimate on a busy machine.
         best = max(a) / max(b) if target.higher_better else min(a) / min(b)
-        print("%-42s %-27s %-27s %6.3f %6.3f %6.3f  %7.3f   %s" % (
+        print("%-42s %-27s %-27s %6.3f %6.3f %6.3f  %7.3f   %s%-5.2f %s" % (
             target.label, summary(a, target.unit), summary(b, target.unit), min(ratios),
-            median, max(ratios), best, verdict))
+            median, max(ratios), best, ">=" if target.higher_better else "<=", goal,
+            verdict))
 
 
 def summary(values, unit):
@@ -656,7 +676,7 @@ def main():
     compare_parser.add_argument("--raw-bin", default="")
     compare_parser.add_argument("--resources-bin", default="")
     compare_parser.add_argument("--resource-ops", type=int, default=1000000)
-    compare_parser.add_argument("--target", type=float, default=0.9)
+    compare_parser.add_argument("--target", type=float, default=None)
     all_parser = sub.choices["all"]
     all_parser.add_argument("--system", action="append", required=True,
                             help="NAME=DIR; NAME: ours, upstream, openmpi, mpich")
