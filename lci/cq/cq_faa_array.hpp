@@ -147,7 +147,10 @@ inline bool faa_array_t::take_push_ticket(std::uint64_t& ticket) {
   // Lock-free: a round repeats only when tail_ moved, i.e. another push took
   // a ticket.
   for (;;) {
-    const std::uint64_t head = head_.value.load(util::mo_seq_cst);  // [A2]
+    // (Broken variant, tests/cq: relaxed, which may read an older head and
+    // answer full after a pop that precedes this push in S.)
+    const std::uint64_t head = head_.value.load(
+        util::mutated("faa_array_relaxed_full_head") ? util::mo_relaxed : util::mo_seq_cst);  // [A2]
     if (head > tail) {
       // tail_ moved on between [A1] and [A2]: head_ never passes tail_.
       tail = tail_.value.load(util::mo_seq_cst);  // [A1] again, see above
@@ -170,7 +173,10 @@ inline bool faa_array_t::take_pop_ticket(std::uint64_t& ticket) {
   // Lock-free: a round repeats only when head_ moved, i.e. another pop took
   // a ticket.
   for (;;) {
-    const std::uint64_t tail = tail_.value.load(util::mo_seq_cst);  // [B2]
+    // (Broken variant, tests/cq: relaxed, which may read an older tail and
+    // answer empty after a push that precedes this pop in S.)
+    const std::uint64_t tail = tail_.value.load(
+        util::mutated("faa_array_relaxed_empty_tail") ? util::mo_relaxed : util::mo_seq_cst);  // [B2]
     // head_ only grows and never passes tail_, so this holds despite the two
     // loads being apart.
     LCI_ASSERT(head <= tail, "faa_array_t pop ticket ahead of push tickets");
