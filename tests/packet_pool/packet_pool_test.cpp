@@ -119,6 +119,38 @@ TEST(PacketPool, OwnsOnlyPayloadStarts) {
   other.put(foreign);
 }
 
+// payload_containing maps every byte of a packet's payload to that payload
+// and every header or padding byte to nullptr, for strides that are powers
+// of two and strides that are not (its division is a multiply-high by the
+// stride's reciprocal): checked byte by byte against the layout.
+TEST(PacketPool, PayloadContainingFindsEveryPayloadByte) {
+  for (const std::size_t packet_size : {std::size_t{64}, std::size_t{100}, std::size_t{960},
+                                        std::size_t{8192}, std::size_t{8256}}) {
+    constexpr std::size_t packets_count = 9;
+    pool_t pool(packet_size, packets_count);
+    std::vector<void*> packets;
+    while (void* packet = pool.get()) packets.push_back(packet);
+    ASSERT_EQ(packets.size(), packets_count);
+    std::sort(packets.begin(), packets.end());
+    const auto* first = static_cast<const char*>(packets.front());
+    const auto* last = static_cast<const char*>(packets.back());
+    std::size_t payload_bytes = 0;
+    for (const char* at = first - lci::packet_pool::packet_header_bytes;
+         at < last + packet_size + lci::util::cache_line_bytes; ++at) {
+      void* expected = nullptr;
+      for (void* packet : packets) {
+        const auto* begin = static_cast<const char*>(packet);
+        if (at >= begin && at < begin + packet_size) expected = packet;
+      }
+      payload_bytes += expected != nullptr;
+      ASSERT_EQ(pool.payload_containing(at), expected)
+          << "packet size " << packet_size << ", byte " << (at - first) << " after the first payload";
+    }
+    EXPECT_EQ(payload_bytes, packet_size * packets_count);
+    put_all(pool, packets);
+  }
+}
+
 TEST(PacketPool, StealFromEmptyVictimFails) {
   constexpr std::size_t packets_count = 8;
   pool_t pool(64, packets_count, deques_count_many);
