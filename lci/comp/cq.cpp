@@ -61,8 +61,6 @@ cq_impl_t::~cq_impl_t() {
   // relaxed: teardown, nothing runs concurrently (precondition).
   LCI_ASSERT(spilled_pending_.value.load(util::mo_relaxed) == 0,
              "completion queue overflow count not zero at teardown");
-  LCI_ASSERT(queued_count_.value.load(util::mo_relaxed) == 0,
-             "completion queue count not zero after draining it at teardown");
 }
 
 cq_impl_t::node_cache_t* cq_impl_t::own_node_cache() {
@@ -112,10 +110,6 @@ void cq_impl_t::free_node(status_node_t* node) {
 
 void cq_impl_t::signal(status_t status) {
   status_node_t* node = make_node(status);
-  // [Q1] relaxed: a count; the status itself travels through the queue's
-  // own ordering. Coherence makes a pop that happens after this signal read
-  // this increment (or a later value) at [Q3].
-  queued_count_.value.fetch_add(1, util::mo_relaxed);
   if (lcrq_ != nullptr) {
     lcrq_->push(node);
   } else {
@@ -124,16 +118,10 @@ void cq_impl_t::signal(status_t status) {
 }
 
 status_t cq_impl_t::pop() {
-  // [Q3] relaxed: see queued_count_; reading 0 proves the queue empty at
-  // this load, and no data is read on that path.
-  if (queued_count_.value.load(util::mo_relaxed) == 0) return status_t(errorcode_t::retry);
   status_node_t* node = lcrq_ != nullptr
                             ? static_cast<status_node_t*>(lcrq_->pop())
                             : pop_array();
   if (node == nullptr) return status_t(errorcode_t::retry);
-  // [Q2] relaxed: as [Q1]; the node was taken through the queue's ordering.
-  const std::uint64_t queued = queued_count_.value.fetch_sub(1, util::mo_relaxed);
-  LCI_ASSERT(queued > 0, "a status popped that no signal counted");
   LCI_DEBUG_ASSERT(node->next == nullptr, "a queued status is still linked");
   const status_t status = node->status;
   free_node(node);

@@ -35,9 +35,10 @@
 // Progress:      lcrq: lock-free. array_atomic: as faa_array_t; the
 //                overflow path is blocking (spinlock).
 // Linearization: as the wrapped queue (lcrq_t, faa_array_t); on the
-//                overflow path, the list update under its lock. A pop that
-//                finds queued_count_ zero returns empty without touching the
-//                queue; it linearizes at that load (see queued_count_).
+//                overflow path, the list update under its lock. An empty
+//                pop costs the queue's own emptiness test, which writes no
+//                shared word (faa_array_t reads its two counters; lcrq_t
+//                claims a hazard slot and reads its head ring's counters).
 #pragma once
 
 #include <cstdint>
@@ -135,18 +136,6 @@ class cq_impl_t final : public comp_impl_t {
                 "the polled count needs its own cache line");
 
   pending_count_t spilled_pending_;
-  // Statuses signalled and not yet popped: signal() adds one before its
-  // status enters the queue [Q1], a successful pop() subtracts one after
-  // its status left it [Q2]. So at every point of this counter's
-  // modification order it is at least the number of statuses in the queue,
-  // and a pop that reads 0 [Q3] may answer "empty" at once: every signal
-  // that happened before that pop added its one before [Q3], and its
-  // status's pop subtracted only after taking it. An empty pop, the common
-  // case of a polling loop, so costs one shared load instead of the
-  // queue's own empty dequeue (a fetch-and-add on its head and, for the
-  // LCRQ, a hazard-slot store and fence). Own cache line: written by
-  // signallers and poppers alike, away from the overflow lock.
-  pending_count_t queued_count_;
   alignas(util::cache_line_bytes) mutable util::spinlock_t overflow_lock_;
   status_node_t* overflow_head_ = nullptr;  // guarded by overflow_lock_
   status_node_t* overflow_tail_ = nullptr;  // guarded by overflow_lock_

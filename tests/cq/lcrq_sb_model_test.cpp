@@ -7,8 +7,9 @@
 // cannot both answer empty. A pop that answers empty on data that happened
 // before it (happens-before) would already fail lcrq_model_test; this test
 // catches an empty answer that ignores a push which precedes it only in the
-// total order, which is what the seq_cst of the empty pop's tail load [T]
-// (lci/cq/detail/crq_segment.hpp) is for.
+// total order, which is what the seq_cst of the empty pop's tail loads is
+// for: [P2], the test before a ticket is taken, and [T], after one
+// (lci/cq/detail/crq_segment.hpp); the broken variant weakens both.
 //
 // Why two more threads: with fresh queues, each pop that answers empty took
 // ticket 0 and emptied cell 0 before the other thread's push reached that

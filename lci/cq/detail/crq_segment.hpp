@@ -16,7 +16,9 @@
 //                dequeue is lock-free (see the loop comments).
 // Linearization: enqueue at its successful cell CAS2 [E]; dequeue that returns
 //                a value at its successful cell CAS2 [D]; an empty dequeue at
-//                its tail load [T] that sees tail <= head + 1.
+//                its first tail load [P2] that sees tail <= head (no ticket
+//                taken), or else at its tail load [T] that sees tail <=
+//                ticket + 1.
 //
 // Cell layout (16 bytes, one atomic_u64_pair):
 //   lo = safe bit (63) | index (62..0), hi = value (0 = empty, written "⊥").
@@ -84,7 +86,7 @@ class crq_segment_t {
   void reset(void* first_value);
   // false: the ring is closed (now or before); the value was not stored.
   [[nodiscard]] bool enqueue(void* value);
-  // nullptr: the ring was empty at [T].
+  // nullptr: the ring was empty at [P2] or [T].
   [[nodiscard]] void* dequeue();
 
   // The successor in the LCRQ list: null until one CAS sets it, once per
@@ -165,6 +167,22 @@ inline bool crq_segment_t::enqueue(void* value) {
 }
 
 inline void* crq_segment_t::dequeue() {
+  // An empty ring answers without taking a ticket: the fetch-and-add below
+  // would write head_ (every poll of an idle queue would then move its
+  // line) and leave fix_state() to repair tail_. seq_cst [P2], as [T]
+  // below: an enqueuer ticket that precedes this load in the total order
+  // must be seen. With tail <= head every ticket below tail has a dequeuer;
+  // the values they have yet to take are theirs, so the ring holds none for
+  // us: empty, linearized at [P2]. (A stale head [P1] is smaller, which only
+  // makes this answer rarer.)
+  // (Broken variant, tests/cq: relaxed, as for [T].)
+  const util::memory_order empty_tail_order =
+      util::mutated("crq_relaxed_empty_tail") ? util::mo_relaxed : util::mo_seq_cst;
+  {
+    const std::uint64_t head = head_.value.load(util::mo_seq_cst);                   // [P1]
+    const std::uint64_t tail = tail_.value.load(empty_tail_order) & ~crq_closed_bit;  // [P2]
+    if (tail <= head) return nullptr;
+  }
   // Lock-free: a lap ends without a value only if the cell of our ticket was
   // empty although tail was beyond it, i.e. an enqueuer holds that ticket and
   // has not stored yet. That enqueuer then fails and retries; after
@@ -183,11 +201,7 @@ inline void* crq_segment_t::dequeue() {
     // seq_cst: [T] must see every enqueuer ticket F&A that precedes it in
     // the total order, even one that created no happens-before with us.
     // (Broken variant, tests/cq: relaxed, which may read an older tail.)
-    const std::uint64_t tail =
-        tail_.value.load(util::mutated("crq_relaxed_empty_tail")
-                             ? util::mo_relaxed
-                             : util::mo_seq_cst) &
-        ~crq_closed_bit;  // [T]
+    const std::uint64_t tail = tail_.value.load(empty_tail_order) & ~crq_closed_bit;  // [T]
     if (tail <= ticket + 1) {
       fix_state();
       return nullptr;
