@@ -67,6 +67,17 @@ TEST(MpmcArray, CapacityMaxIsAHardLimit) {
   EXPECT_EQ(array.size(), 5u);
 }
 
+// An array may start at its largest size: it never grows then, and the
+// last index is usable.
+TEST(MpmcArray, StartsAtCapacityMax) {
+  mpmc_array_t<int> array(4, 0, /*capacity_max=*/4);
+  EXPECT_EQ(array.capacity(), 4u);
+  ASSERT_TRUE(array.put(3, 9).is_done());
+  EXPECT_EQ(array.get(3), 9);
+  EXPECT_EQ(array.put(4, 1).errorcode, errorcode_t::retry_nomem);
+  EXPECT_EQ(array.capacity(), 4u);
+}
+
 TEST(MpmcArray, OverwriteKeepsLatestValue) {
   mpmc_array_t<int> array(1);
   ASSERT_TRUE(array.put(0, 1).is_done());
