@@ -199,8 +199,8 @@ inline void* crq_segment_t::dequeue() {
       return value;
     }
     // seq_cst: [T] must see every enqueuer ticket F&A that precedes it in
-    // the total order, even one that created no happens-before with us.
-    // (Broken variant, tests/cq: relaxed, which may read an older tail.)
+    // the total order, even one that created no happens-before with us
+    // (empty_tail_order: relaxed only in the broken variant above).
     const std::uint64_t tail = tail_.value.load(empty_tail_order) & ~crq_closed_bit;  // [T]
     if (tail <= ticket + 1) {
       fix_state();
