@@ -87,7 +87,6 @@ void dispatch_arrival(device_impl_t& device, const backend::net_status_t& status
                "a receive completion without its buffer");
     return;
   }
-  if (!recv_regions_t::is_region_arrival(status)) device.note_receive_consumed();
   arrival_t arrival(device, status);  // gives the bytes back unless kept
   switch (type) {
     case protocol::msg_type_t::eager_send:
@@ -148,6 +147,14 @@ void dispatch_arrival(device_impl_t& device, const backend::net_status_t& status
     default:
       throw std::logic_error("lci: a message of unknown type arrived");
   }
+}
+
+// A completion of a receive the device pre-posted with a packet: counted
+// by progress_device (device_impl_t::note_receives_consumed) for the batch.
+bool takes_posted_packet(const backend::net_status_t& status) {
+  return status.fault == backend::net_fault_t::none &&
+         status.opcode == backend::net_opcode_t::recv && status.buffer != nullptr &&
+         !recv_regions_t::is_region_arrival(status);
 }
 
 void dispatch_local(device_impl_t& device, const backend::net_status_t& status) {
@@ -264,13 +271,16 @@ error_t progress_device(device_impl_t& device) {
   backend::net_status_t* const statuses = batch.statuses;
   const std::size_t polled = device.net().poll_comp(statuses, poll_batch_max);
   std::exception_ptr first_error;
+  std::size_t packets_consumed = 0;
   for (std::size_t i = 0; i < polled; ++i) {
+    if (takes_posted_packet(statuses[i])) ++packets_consumed;
     try {
       dispatch(device, statuses[i]);
     } catch (...) {
       if (!first_error) first_error = std::current_exception();
     }
   }
+  device.note_receives_consumed(packets_consumed);
   progressed = device.replenish_receives() || progressed || polled > 0;
   if (first_error) std::rethrow_exception(first_error);
   return progressed ? errorcode_t::done : errorcode_t::retry;

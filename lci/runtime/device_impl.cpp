@@ -5,6 +5,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "lci/api/lci_config.hpp"
 #include "lci/runtime/runtime_impl.hpp"
 #include "lci/util/assert.hpp"
 #include "lci/wire/immediate.hpp"
@@ -22,6 +23,9 @@ constexpr std::size_t backlog_entries_max = 4096;
 // messages, and thousands of small ones, before it is posted again.
 constexpr std::size_t recv_regions_max = 4;
 constexpr std::size_t recv_region_packets = 32;
+// The most receives topped up at once (recvs_refill_batch_): two polls'
+// worth of arrivals, an eighth of the 256 a device keeps posted.
+constexpr std::size_t recvs_refill_batch_max = 2 * LCI_BACKEND_MAX_POLLS;
 
 static_assert(static_cast<int>(attr_ibv_odp_strategy_t::implicit_odp) ==
               static_cast<int>(backend::net_ibv_odp_t::implicit_odp));
@@ -117,6 +121,7 @@ device_impl_t::device_impl_t(runtime_impl_t* runtime, const attr_device_t& attr,
         recv_region_packets * net_attr.multi_recv_min_free);
   } else {
     recvs_target_ = net_attr.net_max_recvs;
+    recvs_refill_batch_ = std::clamp<std::size_t>(recvs_target_ / 4, 1, recvs_refill_batch_max);
   }
   if (attr_.alloc_default_endpoint) {
     attr_endpoint_t endpoint_attr = get_default_attr_endpoint();
@@ -279,26 +284,32 @@ void device_impl_t::finish_backlog_step() {
 
 bool device_impl_t::post_receives() {
   bool posted_any = false;
-  // relaxed: see recvs_posted_.
   while (true) {
-    const std::size_t posted = recvs_posted_.load(util::mo_relaxed);
-    if (posted >= recvs_target_) break;
+    // Reserves a chunk before posting it, so that threads topping up at
+    // once never post past the target between them. relaxed: see
+    // recvs_posted_.
+    const std::size_t chunk = recvs_refill_batch_;
+    const std::size_t before = recvs_posted_.fetch_add(chunk, util::mo_relaxed);
+    const std::size_t wanted = before < recvs_target_ ? std::min(chunk, recvs_target_ - before) : 0;
     // The pool's receive share (packet_pool_impl_t) keeps packets for sends.
-    if (!packet_pool_->take_receive_share(posted == 0)) break;
-    void* packet = packet_pool_->pool.get();
-    if (packet == nullptr) {
-      packet_pool_->return_receive_share(1);
-      break;
+    const std::size_t shares =
+        wanted == 0 ? 0 : packet_pool_->take_receive_shares(wanted, /*device_has_none=*/before == 0);
+    std::size_t posted = 0;
+    while (posted < shares) {
+      void* packet = packet_pool_->pool.get();
+      if (packet == nullptr) break;
+      const error_t error = net_->post_recv(packet, packet_payload_max(), backend::net_mr_t{},
+                                            nullptr);
+      if (!error.is_done()) {
+        packet_pool_->pool.put(packet);
+        break;
+      }
+      ++posted;
     }
-    const error_t error = net_->post_recv(packet, packet_payload_max(), backend::net_mr_t{},
-                                          nullptr);
-    if (!error.is_done()) {
-      packet_pool_->pool.put(packet);
-      packet_pool_->return_receive_share(1);
-      break;
-    }
-    recvs_posted_.fetch_add(1, util::mo_relaxed);
-    posted_any = true;
+    if (shares > posted) packet_pool_->return_receive_share(shares - posted);
+    if (chunk > posted) recvs_posted_.fetch_sub(chunk - posted, util::mo_relaxed);
+    posted_any = posted_any || posted > 0;
+    if (posted < chunk) break;  // the target reached, or no share, packet or room
   }
   return posted_any;
 }

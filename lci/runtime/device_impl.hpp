@@ -201,18 +201,22 @@ class device_impl_t {
   // every arrival (recv_regions.hpp); otherwise one packet per message.
   //
   // Posts what is missing: the regions ready again, or packets up to
-  // net_max_recvs. false when nothing could be posted (nothing missing, no
-  // packet, or the network refused).
+  // net_max_recvs once at least recvs_refill_batch_ of them are missing.
+  // false when nothing could be posted (too few missing, no packet, or the
+  // network refused).
   bool replenish_receives() {
     if (regions_ != nullptr) return regions_->post_ready(*net_);
     // relaxed: see recvs_posted_.
-    if (recvs_posted_.load(util::mo_relaxed) >= recvs_target_) return false;
+    if (recvs_posted_.load(util::mo_relaxed) + recvs_refill_batch_ > recvs_target_) return false;
     return post_receives();
   }
-  // A pre-posted packet took a message (it is the runtime's now).
-  void note_receive_consumed() {
-    recvs_posted_.fetch_sub(1, util::mo_relaxed);  // relaxed: see recvs_posted_
-    packet_pool_->return_receive_share(1);
+  // `count` pre-posted packets took messages (they are the runtime's now):
+  // progress notes a poll's worth at once, so that the counters every
+  // thread of a shared device touches move once per poll, not per message.
+  void note_receives_consumed(std::size_t count) {
+    if (count == 0) return;
+    recvs_posted_.fetch_sub(count, util::mo_relaxed);  // relaxed: see recvs_posted_
+    packet_pool_->return_receive_share(count);
   }
   // The bytes of an arrival (a recv completion of a pre-posted receive) are
   // no longer read: its packet goes back to the pool, or its region's hold
@@ -288,8 +292,16 @@ class device_impl_t {
   util::atomic<std::int64_t> backlog_steps_{0};
   // relaxed: a target for topping up, not a guard; the network bounds the
   // real number of posted receives (a refused post_recv is a retry).
+  // Counts reservations too: post_receives() adds a chunk before posting
+  // it and takes back what it could not post.
   util::atomic<std::size_t> recvs_posted_{0};
   std::size_t recvs_target_ = 0;
+  // Receives are topped up once this many are missing, and reserved and
+  // posted this many at a time: the device-wide counters, the pool's share
+  // and the network's lock then move once per chunk (for the network, its
+  // lock stays in one core's cache through the chunk), which matters when
+  // many threads progress one device. 1 for small targets (the simulator's).
+  std::size_t recvs_refill_batch_ = 1;
   // Set when the network offers multi-receive buffers (then no packet is
   // pre-posted).
   std::unique_ptr<recv_regions_t> regions_;

@@ -28,12 +28,15 @@ packet_pool_impl_t::packet_pool_impl_t(runtime_impl_t* runtime, const attr_packe
   LCI_ASSERT(attr.npackets >= 1, "a packet pool without packets");
 }
 
-bool packet_pool_impl_t::take_receive_share(bool device_has_none) {
+std::size_t packet_pool_impl_t::take_receive_shares(std::size_t wanted, bool device_has_none) {
+  LCI_ASSERT(wanted >= 1, "no receive share wanted");
   // relaxed: see receive_packets_.
-  const std::size_t before = receive_packets_.fetch_add(1, util::mo_relaxed);
-  if (before < receive_packets_max_ || device_has_none) return true;
-  receive_packets_.fetch_sub(1, util::mo_relaxed);  // relaxed: as above
-  return false;
+  const std::size_t before = receive_packets_.fetch_add(wanted, util::mo_relaxed);
+  std::size_t granted =
+      before < receive_packets_max_ ? std::min(wanted, receive_packets_max_ - before) : 0;
+  if (granted == 0 && device_has_none) granted = 1;
+  if (granted < wanted) receive_packets_.fetch_sub(wanted - granted, util::mo_relaxed);
+  return granted;
 }
 
 void packet_pool_impl_t::return_receive_share(std::size_t count) {

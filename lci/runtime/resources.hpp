@@ -72,9 +72,10 @@ class packet_pool_impl_t {
   const attr_packet_pool_t attr;  // packet_size and npackets resolved
   packet_pool::pool_t pool;
 
-  // One packet may be posted as a receive (false: the receives' share is
-  // used up, unless `device_has_none`). Undone by return_receive_share().
-  [[nodiscard]] bool take_receive_share(bool device_has_none);
+  // How many of `wanted` packets may be posted as receives: what is left of
+  // the receives' share, or 1 past it when `device_has_none`. Undone by
+  // return_receive_share().
+  [[nodiscard]] std::size_t take_receive_shares(std::size_t wanted, bool device_has_none);
   void return_receive_share(std::size_t count);
   std::size_t receive_packets_max() const { return receive_packets_max_; }
 
