@@ -8,6 +8,7 @@
 #include <rdma/fi_rma.h>
 #include <sys/uio.h>
 
+#include <cstdint>
 #include <cstring>
 #include <stdexcept>
 #include <string>
@@ -20,6 +21,17 @@
 namespace lci::backends::ofi::detail {
 
 namespace {
+
+// PAUSEs a post that finds the endpoint locked waits for it before it
+// answers retry_lock: a few hundred ns, about one poll_comp's hold. Where
+// threads share a device the holder is most often another thread's poll,
+// and a post that answered retry went back to its caller, which progressed
+// (trying the lock itself) and posted again: with 8 threads sharing a
+// device over shm on 16 cores, 95% of posts were refused so, and the
+// device's message rate fell below one thread's (docs/bench_upstream.md,
+// "Threads sharing a device"). Polls keep the plain try: a poll that finds
+// another in progress has nothing to add.
+constexpr std::uint32_t post_lock_pauses_max = 64;
 
 void* mr_desc(net_mr_t mr) {
   return mr.is_empty() ? nullptr : fi_mr_desc(static_cast<fid_mr*>(mr.opaque));
@@ -76,7 +88,7 @@ error_t ofi_device_impl_t::finish_post_locked(op_t* op, long rc, const char* cal
 error_t ofi_device_impl_t::post_recv(void* buffer, std::size_t size, net_mr_t mr,
                                 void* user_context) {
   if (buffer == nullptr && size > 0) throw std::invalid_argument("post_recv: buffer is null");
-  util::try_lock_guard_t guard(lock_);
+  util::try_lock_guard_t guard(lock_, post_lock_pauses_max);
   if (!guard.owns_lock()) return errorcode_t::retry_lock;
   op_t* op = alloc_recv_op_locked(buffer, size, user_context, false);
   if (op == nullptr) return errorcode_t::retry_nomem;
@@ -108,7 +120,7 @@ error_t ofi_device_impl_t::post_recv_multi(void* buffer, std::size_t size, void*
                                 " is below multi_recv_min_free (" +
                                 std::to_string(attr_.multi_recv_min_free) + ")");
   }
-  util::try_lock_guard_t guard(lock_);
+  util::try_lock_guard_t guard(lock_, post_lock_pauses_max);
   if (!guard.owns_lock()) return errorcode_t::retry_lock;
   op_t* op = alloc_recv_op_locked(buffer, size, user_context, true);
   if (op == nullptr) return errorcode_t::retry_nomem;
@@ -125,7 +137,7 @@ error_t ofi_device_impl_t::post_recv_multi(void* buffer, std::size_t size, void*
 
 error_t ofi_device_impl_t::post_message(int rank, const void* buffer, std::size_t size, net_mr_t mr,
                                    net_imm_data_t imm_data, void* user_context, bool silent) {
-  util::try_lock_guard_t guard(lock_);
+  util::try_lock_guard_t guard(lock_, post_lock_pauses_max);
   if (!guard.owns_lock()) return errorcode_t::retry_lock;
   if (silent && injects_final_ && dead_[rank] == 0) {
     // No op, no completion (see injects_final_): fi_injectdata never
@@ -178,7 +190,7 @@ long ofi_device_impl_t::issue_send_locked(op_t* op) {
 
 error_t ofi_device_impl_t::post_rma(const rma_args_t& args) {
   const bool write = args.opcode == net_opcode_t::write;
-  util::try_lock_guard_t guard(lock_);
+  util::try_lock_guard_t guard(lock_, post_lock_pauses_max);
   if (!guard.owns_lock()) return errorcode_t::retry_lock;
   op_t* op = ops_.alloc(op_pool_t::send);
   if (op == nullptr) return errorcode_t::retry_nomem;

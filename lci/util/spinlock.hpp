@@ -2,7 +2,8 @@
 //
 // Thread safety: lock/try_lock/unlock may run concurrently from any threads.
 // Blocking:      lock() spins while another thread holds the lock; try_lock()
-//                never waits. Critical sections guarded by it must be short
+//                never waits; try_lock_waiting() waits a bounded number of
+//                PAUSEs, never yielding. Critical sections guarded by it must be short
 //                and must never block or yield (in the simulator a fiber that
 //                yields under a spinlock would starve the fiber spinning on it).
 // Allocation:    none. One byte, so it fits inside a matching-table bucket;
@@ -58,6 +59,18 @@ class spinlock_t {
     if (locked_.exchange(1, mo_acquire) != 0) return false;
     count_held(+1);
     return true;
+  }
+
+  // try_lock() that, finding the lock held, first waits up to `pauses_max`
+  // PAUSEs for it to come free. Still a try (bounded, never yields): for a
+  // caller whose holders are usually in and out within that time and whose
+  // only other answer is a retry its own caller must come back for.
+  [[nodiscard]] bool try_lock_waiting(std::uint32_t pauses_max) {
+    // relaxed: as the pre-check in try_lock(); try_lock() decides.
+    for (std::uint32_t i = 0; i < pauses_max && locked_.load(mo_relaxed) != 0; ++i) {
+      spin_pause();
+    }
+    return try_lock();
   }
 
   void lock() {

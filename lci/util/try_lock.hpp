@@ -4,9 +4,11 @@
 // the caller can act on (do other work, progress another device) instead of
 // a hidden spin.
 //
-// Thread safety: as spinlock_t. Blocking: never. Allocation: none.
+// Thread safety: as spinlock_t. Blocking: never, unless a guard is given a
+// bounded wait (spinlock_t::try_lock_waiting). Allocation: none.
 #pragma once
 
+#include <cstdint>
 #include <type_traits>
 #include <utility>
 
@@ -20,6 +22,9 @@ class try_lock_guard_t {
  public:
   explicit try_lock_guard_t(spinlock_t& lock)
       : lock_(lock), owns_(lock.try_lock()) {}
+  // Waits up to `pauses_max` PAUSEs for a held lock first.
+  try_lock_guard_t(spinlock_t& lock, std::uint32_t pauses_max)
+      : lock_(lock), owns_(lock.try_lock_waiting(pauses_max)) {}
   ~try_lock_guard_t() {
     if (owns_) lock_.unlock();
   }

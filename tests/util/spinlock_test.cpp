@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <limits>
 #include <memory>
 #include <thread>
 #include <vector>
@@ -49,6 +53,41 @@ TEST(TryLock, ContentionBecomesRetryLock) {
   EXPECT_EQ(free.errorcode, errorcode_t::done);
   EXPECT_EQ(runs, 1);
   EXPECT_FALSE(lock.is_locked());  // released after fn
+}
+
+// Bounded: a holder that stays makes try_lock_waiting give up, as try_lock.
+TEST(Spinlock, TryLockWaitingGivesUpOnAHolderThatStays) {
+  spinlock_t lock;
+  ASSERT_TRUE(lock.try_lock());
+  EXPECT_FALSE(lock.try_lock_waiting(1000));
+  {
+    lci::util::try_lock_guard_t guard(lock, 1000);
+    EXPECT_FALSE(guard.owns_lock());
+  }
+  EXPECT_TRUE(lock.is_locked());  // the refused guard left the holder's lock
+  lock.unlock();
+  EXPECT_TRUE(lock.try_lock_waiting(0));  // free: taken at once
+  lock.unlock();
+}
+
+// A holder that lets go while the waiter waits: the lock is taken, where a
+// plain try_lock would have answered retry.
+TEST(Spinlock, TryLockWaitingTakesALockReleasedMeanwhile) {
+  spinlock_t lock;
+  std::atomic<bool> held{false};
+  std::thread holder([&] {
+    ASSERT_TRUE(lock.try_lock());
+    held.store(true);
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    lock.unlock();
+  });
+  while (!held.load()) std::this_thread::yield();
+  {
+    lci::util::try_lock_guard_t guard(lock, std::numeric_limits<std::uint32_t>::max());
+    EXPECT_TRUE(guard.owns_lock());
+  }
+  holder.join();
+  EXPECT_FALSE(lock.is_locked());
 }
 
 TEST(TryLock, GuardReleasesOnlyWhatItOwns) {
