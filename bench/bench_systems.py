@@ -200,6 +200,17 @@ class Samples:
         return [x / y for x, y in zip(a, b) if x is not None and y]
 
 
+def parse_threads(text):
+    """--threads "1,2,4" -> [1, 2, 4]; each count positive."""
+    try:
+        counts = [int(t) for t in text.split(",")]
+    except ValueError:
+        counts = []
+    if not counts or min(counts) < 1:
+        raise SystemExit("bench_systems: --threads %r is not a list of positive counts" % text)
+    return counts
+
+
 def msgrate_args(op, threads, devices, options, window=None):
     args = ["--op", op, "--threads", str(threads), "--devices", devices,
             "--duration", str(options.duration), "--csv"]
@@ -252,7 +263,7 @@ def compare_in(options, home):
         jobs.append((runs, command, lambda lines: {key: parse_msgrate(lines)}, True))
 
     for op in ("am", "sendrecv"):
-        for threads in (1, 2):
+        for threads in parse_threads(options.threads):
             for devices in ("shared", "dedicated"):
                 add_msgrate(op, threads, devices)
 
@@ -470,7 +481,7 @@ def run_all_in(options, home):
     for spec in options.system:
         name, _, bin_dir = spec.partition("=")
         systems.append(make_system(name, bin_dir, options, home))
-    threads_list = [int(t) for t in options.threads.split(",")]
+    threads_list = parse_threads(options.threads)
     sizes = "16:1048576"
     jobs = []   # (key prefix, systems, command builder, parser)
     for threads in threads_list:
@@ -669,6 +680,8 @@ def main():
         p.add_argument("--upstream-source", default="",
                        help="upstream's source tree (its lcrun)")
         p.add_argument("--command", default="", help="the command to print in results")
+        p.add_argument("--threads", default="1,2",
+                       help="thread counts of the message-rate runs, e.g. 1,2,4,8")
     compare_parser = sub.choices["compare"]
     compare_parser.add_argument("--ours", required=True)
     compare_parser.add_argument("--upstream", required=True)
@@ -681,7 +694,6 @@ def main():
     all_parser.add_argument("--system", action="append", required=True,
                             help="NAME=DIR; NAME: ours, upstream, openmpi, mpich")
     all_parser.add_argument("--out", required=True)
-    all_parser.add_argument("--threads", default="1,2")
     options = parser.parse_args()
     options.load = load()
     if options.rounds < 1:

@@ -7,6 +7,7 @@
 #
 # usage: bench/compare_upstream.sh --upstream BUILD [--ours PREFIX] [--work DIR]
 #                                  [--rounds N] [--quick] [--target R]
+#                                  [--threads LIST]
 #   --upstream BUILD  upstream LCI's CMake build directory, built with the
 #                     ofi backend (docs/bench_upstream.md, "Building upstream")
 #   --ours PREFIX     this LCI already installed there (bazel run --config=ofi
@@ -16,6 +17,8 @@
 #   --rounds N        rounds (default 5); --quick: 2 rounds, shorter runs
 #   --target R        judge every ratio against R (at most 1/R for latency)
 #                     instead of each target's own goal (below)
+#   --threads LIST    thread counts of the message-rate targets (default 1,2;
+#                     e.g. 1,2,4,8 on a machine with cores for 2 x 8 threads)
 # Targets and their goals (ours/upstream, paired median), over libfabric
 # shm, 2 processes: 8-byte AM and send/recv rates at 1 and 2 threads with
 # shared and dedicated devices (>= 1.1); AM round-trip latency (<= 1.0);
@@ -48,6 +51,7 @@ while [ $# -gt 0 ]; do
     --work) [ $# -ge 2 ] || usage; work=$2; shift 2 ;;
     --rounds) [ $# -ge 2 ] || usage; rounds=$2; shift 2 ;;
     --target) [ $# -ge 2 ] || usage; extra+=(--target "$2"); shift 2 ;;
+    --threads) [ $# -ge 2 ] || usage; extra+=(--threads "$2"); shift 2 ;;
     --quick) rounds=2; extra+=(--duration 0.15 --bandwidth-duration 0.05 --resource-ops 300000)
       shift ;;
     -h|--help) usage ;;
