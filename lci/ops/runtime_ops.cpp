@@ -27,8 +27,7 @@ comp_impl_t* comp_null_retry_sentinel() {
   return reinterpret_cast<comp_impl_t*>(&g_comp_null_retry);
 }
 
-runtime_impl_t& resolve_runtime(runtime_t runtime) {
-  if (runtime.p_impl != nullptr) return *runtime.p_impl;
+runtime_impl_t& resolve_global_runtime() {
   runtime_impl_t* global = current_host().g_runtime_slot();
   if (global == nullptr) {
     throw std::logic_error(

@@ -7,16 +7,10 @@
 
 namespace lci::detail {
 
-namespace {
-// acquire/release: a lookup installed by one thread is seen with everything
-// it set up by threads that start runtimes afterwards.
-util::atomic<host_lookup_fn_t> g_lookup{nullptr};
-}  // namespace
-
-void set_host_lookup(host_lookup_fn_t lookup) { g_lookup.store(lookup, util::mo_release); }
+void set_host_lookup(host_lookup_fn_t lookup) { g_host_lookup.store(lookup, util::mo_release); }
 
 host_t& current_host() {
-  const host_lookup_fn_t lookup = g_lookup.load(util::mo_acquire);
+  const host_lookup_fn_t lookup = g_host_lookup.load(util::mo_acquire);  // see g_host_lookup
   // No simulator in this process: the program is a real process.
   if (lookup == nullptr) return process_host();
   host_t* host = lookup();

@@ -55,6 +55,21 @@ using host_lookup_fn_t = host_t* (*)();
 // nullptr removes the lookup.
 void set_host_lookup(host_lookup_fn_t lookup);
 
+// The installed lookup (set_host_lookup), read inline by current_host()
+// and resolve_runtime(). acquire/release: a lookup installed by one thread
+// is seen with everything it set up by threads that start runtimes
+// afterwards.
+inline util::atomic<host_lookup_fn_t> g_host_lookup{nullptr};
+
+// The global-runtime slot of this process's own host (process_host()),
+// published once that host is built and withdrawn before it goes; nullptr
+// otherwise. With no lookup installed it is the slot current_host() would
+// give, so resolve_runtime() reads it without the call chain (host lookup,
+// host creation guard, virtual call): the path of every operation of a
+// program that names no runtime. acquire/release: the slot is seen
+// together with the host that owns it.
+inline util::atomic<runtime_impl_t**> g_process_runtime_slot{nullptr};
+
 // The calling thread's host: the lookup's answer when a lookup is installed
 // (the simulator; a thread outside its ranks gets std::runtime_error), else
 // this process's own host (process_host.hpp), which throws when the build

@@ -41,6 +41,13 @@ namespace {
 // What process_host() creates. Destroyed bottom-up: the host (and a global
 // runtime left in it), the network, the bootstrap.
 struct process_network_t {
+  // release: see g_process_runtime_slot (host.hpp).
+  process_network_t() { g_process_runtime_slot.store(&host.g_runtime_slot(), util::mo_release); }
+  // Withdrawn before the host (a member) is destroyed.
+  ~process_network_t() { g_process_runtime_slot.store(nullptr, util::mo_release); }
+  process_network_t(const process_network_t&) = delete;
+  process_network_t& operator=(const process_network_t&) = delete;
+
   std::unique_ptr<bootstrap::bootstrap_t> bootstrap = bootstrap::open_bootstrap();
   std::unique_ptr<backend::net_context_t> context = open_real_network(*bootstrap);
   real_process_host_t host{*context};

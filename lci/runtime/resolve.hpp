@@ -10,14 +10,29 @@
 #include "lci/api/lci_generated.hpp"
 #include "lci/comp/comp_impl.hpp"
 #include "lci/runtime/device_impl.hpp"
+#include "lci/runtime/host.hpp"
 #include "lci/runtime/runtime_impl.hpp"
+#include "lci/util/atomic.hpp"
 
 namespace lci::detail {
 
 // The sentinel behind COMP_NULL_RETRY (COMP_NULL is the empty comp_t).
 comp_impl_t* comp_null_retry_sentinel();
 
-runtime_impl_t& resolve_runtime(runtime_t runtime);
+// The global runtime through current_host(), or std::logic_error when there
+// is none: resolve_runtime()'s general path.
+runtime_impl_t& resolve_global_runtime();
+
+inline runtime_impl_t& resolve_runtime(runtime_t runtime) {
+  if (runtime.p_impl != nullptr) return *runtime.p_impl;
+  // A real process with no simulator: its own host's slot, directly
+  // (g_process_runtime_slot). acquire: as in current_host().
+  if (g_host_lookup.load(util::mo_acquire) == nullptr) {
+    runtime_impl_t** const slot = g_process_runtime_slot.load(util::mo_acquire);
+    if (slot != nullptr && *slot != nullptr) return **slot;
+  }
+  return resolve_global_runtime();
+}
 device_impl_t& resolve_device(runtime_impl_t& runtime, device_t device);
 // The device of an operation with both options: `device`, else
 // `endpoint`'s, else the default; an endpoint of another device than
