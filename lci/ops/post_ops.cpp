@@ -107,7 +107,7 @@ detail::post_args_t resolve(direction_t direction, int rank, void* local_buffer,
     args.allow_posted = false;
     return args;
   }
-  if (local_comp.p_impl == detail::comp_null_retry_sentinel()) args.allow_posted = false;
+  if (detail::is_comp_null_retry(local_comp)) args.allow_posted = false;
   // This pair leaves only retry, which is no completion at all.
   if (!args.allow_posted && !args.allow_done) {
     throw std::invalid_argument(

@@ -19,9 +19,7 @@ namespace lci {
 
 namespace detail {
 
-namespace {
 std::byte g_comp_null_retry;
-}  // namespace
 
 comp_impl_t* comp_null_retry_sentinel() {
   return reinterpret_cast<comp_impl_t*>(&g_comp_null_retry);
@@ -96,21 +94,12 @@ const mr_impl_t* resolve_mr(const char* op, mr_t mr, const device_impl_t* device
   return mr.p_impl;
 }
 
-comp_impl_t* resolve_comp(comp_t comp) {
-  if (comp.p_impl == comp_null_retry_sentinel()) return nullptr;
-  return comp.p_impl;
-}
-
-comp_impl_t& expect_comp(comp_t comp, comp_kind_t kind, const char* operation) {
-  comp_impl_t* impl = resolve_comp(comp);
+void throw_not_comp_of_kind(const comp_impl_t* impl, const char* operation) {
   if (impl == nullptr) {
     throw std::invalid_argument(std::string(operation) + ": comp is empty (COMP_NULL)");
   }
-  if (impl->kind() != kind) {
-    throw std::invalid_argument(std::string(operation) +
-                                ": comp is a completion object of another kind");
-  }
-  return *impl;
+  throw std::invalid_argument(std::string(operation) +
+                              ": comp is a completion object of another kind");
 }
 
 const attr_runtime_t& get_attr(const runtime_impl_t* impl) { return impl->attr(); }

@@ -7,6 +7,8 @@
 // naming the argument for a resource of another runtime or a missing default.
 #pragma once
 
+#include <cstddef>
+
 #include "lci/api/lci_generated.hpp"
 #include "lci/comp/comp_impl.hpp"
 #include "lci/runtime/device_impl.hpp"
@@ -16,8 +18,14 @@
 
 namespace lci::detail {
 
-// The sentinel behind COMP_NULL_RETRY (COMP_NULL is the empty comp_t).
+// The sentinel behind COMP_NULL_RETRY (COMP_NULL is the empty comp_t): the
+// address of g_comp_null_retry. The function is what lci.hpp names; the
+// runtime compares with the byte's address inline.
 comp_impl_t* comp_null_retry_sentinel();
+extern std::byte g_comp_null_retry;
+inline bool is_comp_null_retry(comp_t comp) {
+  return comp.p_impl == reinterpret_cast<comp_impl_t*>(&g_comp_null_retry);
+}
 
 // The global runtime through current_host(), or std::logic_error when there
 // is none: resolve_runtime()'s general path.
@@ -49,8 +57,17 @@ matching_engine_impl_t& resolve_matching_engine(runtime_impl_t& runtime,
 // a program's mr_t: the sentinels are never dereferenced.
 const mr_impl_t* resolve_mr(const char* op, mr_t mr, const device_impl_t* device);
 // A completion object argument: nullptr for COMP_NULL and COMP_NULL_RETRY.
-comp_impl_t* resolve_comp(comp_t comp);
+// Inline, as expect_comp: every cq_pop and comp_signal asks.
+inline comp_impl_t* resolve_comp(comp_t comp) {
+  return is_comp_null_retry(comp) ? nullptr : comp.p_impl;
+}
+// expect_comp's refusal: std::invalid_argument naming `operation`.
+[[noreturn]] void throw_not_comp_of_kind(const comp_impl_t* impl, const char* operation);
 // A comp_t argument that must be a real completion object of `kind`.
-comp_impl_t& expect_comp(comp_t comp, comp_kind_t kind, const char* operation);
+inline comp_impl_t& expect_comp(comp_t comp, comp_kind_t kind, const char* operation) {
+  comp_impl_t* const impl = resolve_comp(comp);
+  if (impl == nullptr || impl->kind() != kind) throw_not_comp_of_kind(impl, operation);
+  return *impl;
+}
 
 }  // namespace lci::detail
