@@ -135,4 +135,122 @@ TEST(RecvRegions, ArrivalsWaitForAPacketAndRegionsForTheirArrivals) {
   lci::sim::expect_runs_ok(2, sweep, exchange);
 }
 
+// Matching keeps a sender's order for one tag even when an arrival must
+// wait for a packet. Rank 1 posts no receive while fillers take every packet
+// of its tiny pool as unexpected messages, so the last fillers and then M1
+// (tag 7) wait in the device's backlog. Its receive R1 for tag 7 then goes
+// into the matching table, and M2 (tag 7, sent after a barrier) arrives in a
+// region while M1 still waits: M2 must queue behind M1, not take R1 from the
+// region at once (handle_eager's "not past a backlog"). Once the fillers are
+// received, R1 must hold M1 and the next receive M2.
+constexpr lci::tag_t ordered_tag = 7;
+constexpr int fillers_count = 12;  // more than the 8 packets
+constexpr int first_message = 1000;  // byte patterns of M1 and M2
+constexpr int second_message = 1001;
+
+// Posts on `device`, progressing it while the runtime answers retry.
+template <typename Post>
+lci::status_t post_on(lci::device_t device, Post&& post) {
+  lci::status_t status;
+  while ((status = post()).is_retry()) (void)lci::progress_x().device(device)();
+  return status;
+}
+
+// Progresses `device` until `quiet_polls` calls in a row change nothing;
+// true when an operation of the device was waiting meanwhile.
+bool progress_until_quiet(lci::device_t device, lci::comp_t cq) {
+  bool waited = false;
+  for (int quiet = 0; quiet < quiet_polls;) {
+    const bool progressed = lci::progress_x().device(device)().is_done();
+    require(lci::cq_pop(cq).is_retry(),
+            "a receive of tag 7 completed while M1, sent before, waited for a packet");
+    waited = waited || !lci::test_drained_x().device(device)().is_done();
+    quiet = progressed ? 0 : quiet + 1;
+  }
+  return waited;
+}
+
+void check_bytes(const std::vector<char>& bytes, int message, const char* what) {
+  for (std::size_t i = 0; i < message_bytes; ++i) {
+    require(bytes[i] == byte_of(message, i),
+            std::string(what) + " does not hold its message (byte " + std::to_string(i) +
+                "): a later message of the same tag overtook it");
+  }
+}
+
+void ordered_exchange(lci::sim::rank_env_t& env) {
+  lci::g_runtime_init();
+  lci::packet_pool_t pool =
+      lci::alloc_packet_pool_x().packet_size(packet_bytes).npackets(packets_count)();
+  lci::device_t device = lci::alloc_device_x().packet_pool(pool)();
+  lci::comp_t cq = lci::alloc_cq();
+  lci::barrier();
+  std::vector<char> data(message_bytes);
+  auto send = [&](lci::tag_t tag, int message) {
+    for (std::size_t i = 0; i < message_bytes; ++i) data[i] = byte_of(message, i);
+    post_on(device, [&] {
+      return lci::post_send_x(1, data.data(), data.size(), tag, lci::comp_t()).device(device)();
+    });
+  };
+  if (env.rank() == 0) {
+    for (int f = 0; f < fillers_count; ++f) send(static_cast<lci::tag_t>(100 + f), f);
+    send(ordered_tag, first_message);
+    lci::barrier();  // rank 1's R1 is in its matching table
+    send(ordered_tag, second_message);
+  } else {
+    std::vector<char> first(message_bytes), second(message_bytes);
+    require(progress_until_quiet(device, cq), "no arrival waited for a packet");
+    const lci::status_t r1 = post_on(device, [&] {
+      return lci::post_recv_x(0, first.data(), first.size(), ordered_tag, cq).device(device)();
+    });
+    require(r1.is_posted(), "R1 found a message of tag 7 although M1 waited in the backlog");
+    lci::barrier();  // M2 is sent now
+    require(progress_until_quiet(device, cq), "M1 no longer waited once M2 was sent");
+    std::vector<std::vector<char>> fillers(fillers_count, std::vector<char>(message_bytes));
+    for (int f = 0; f < fillers_count; ++f) {
+      const lci::status_t status = post_on(device, [&] {
+        return lci::post_recv_x(0, fillers[f].data(), message_bytes,
+                                static_cast<lci::tag_t>(100 + f), lci::comp_t())
+            .device(device)();
+      });
+      require(status.is_done(), "a filler was not received at once");
+      check_bytes(fillers[f], f, ("filler " + std::to_string(f)).c_str());
+    }
+    lci::status_t done;
+    do {
+      (void)lci::progress_x().device(device)();
+      done = lci::cq_pop(cq);
+    } while (done.is_retry());
+    require(done.is_done() && done.tag == ordered_tag && done.buffer == first.data(),
+            "R1 did not complete");
+    check_bytes(first, first_message, "R1");
+    const lci::status_t r2 = post_on(device, [&] {
+      return lci::post_recv_x(0, second.data(), second.size(), ordered_tag, lci::comp_t())
+          .device(device)();
+    });
+    require(r2.is_done(), "R2 did not complete");
+    check_bytes(second, second_message, "R2");
+  }
+  while (!lci::test_drained_x().device(device)().is_done()) {
+    (void)lci::progress_x().device(device)();
+  }
+  lci::barrier();
+  lci::free_comp(&cq);
+  lci::free_device(&device);
+  lci::free_packet_pool(&pool);
+  lci::g_runtime_fina();
+}
+
+TEST(RecvRegions, AnArrivalDoesNotOvertakeOnesWaitingForAPacket) {
+  LCI_SIM_ONLY("counts on the simulated network delivering while rank 1 receives nothing");
+  lci::sim::sweep_t sweep;
+  sweep.seeds_count = 4;
+  sweep.concurrent = false;  // the quiet phases count on simulated time
+  sweep.configure = [](lci::sim::run_options_t& options) {
+    options.log = false;
+    options.world.multi_recv = true;
+  };
+  lci::sim::expect_runs_ok(2, sweep, ordered_exchange);
+}
+
 }  // namespace
