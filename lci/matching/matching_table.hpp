@@ -79,6 +79,31 @@ class table_t {
   static constexpr std::size_t overflow_nodes_max_limit =
       detail::overflow_pool_t::nodes_count_max;
 
+  // The constructor's checks of its sizes, callable without allocating
+  // (so the limits themselves can be tested): each returns its argument,
+  // or throws std::invalid_argument naming the bound.
+  static std::size_t checked_buckets_count(std::size_t buckets_count) {
+    const bool power_of_two =
+        buckets_count != 0 && (buckets_count & (buckets_count - 1)) == 0;
+    if (!power_of_two || buckets_count > buckets_count_max) {
+      throw std::invalid_argument("lci::matching::table_t: buckets_count = " +
+                                  std::to_string(buckets_count) +
+                                  " must be a power of two in [1, " +
+                                  std::to_string(buckets_count_max) + "]");
+    }
+    return buckets_count;
+  }
+
+  static std::size_t checked_overflow_nodes_max(std::size_t nodes_max) {
+    if (nodes_max > overflow_nodes_max_limit) {
+      throw std::invalid_argument(
+          "lci::matching::table_t: overflow_nodes_max = " +
+          std::to_string(nodes_max) + " is over the limit " +
+          std::to_string(overflow_nodes_max_limit));
+    }
+    return nodes_max;
+  }
+
   // Throws std::invalid_argument when buckets_count is not a power of two in
   // [1, buckets_count_max] or overflow_nodes_max > overflow_nodes_max_limit.
   explicit table_t(std::size_t buckets_count = buckets_count_default,
@@ -453,28 +478,6 @@ class table_t {
       }
     }
     return census;
-  }
-
-  static std::size_t checked_buckets_count(std::size_t buckets_count) {
-    const bool power_of_two =
-        buckets_count != 0 && (buckets_count & (buckets_count - 1)) == 0;
-    if (!power_of_two || buckets_count > buckets_count_max) {
-      throw std::invalid_argument("lci::matching::table_t: buckets_count = " +
-                                  std::to_string(buckets_count) +
-                                  " must be a power of two in [1, " +
-                                  std::to_string(buckets_count_max) + "]");
-    }
-    return buckets_count;
-  }
-
-  static std::size_t checked_overflow_nodes_max(std::size_t nodes_max) {
-    if (nodes_max > overflow_nodes_max_limit) {
-      throw std::invalid_argument(
-          "lci::matching::table_t: overflow_nodes_max = " +
-          std::to_string(nodes_max) + " is over the limit " +
-          std::to_string(overflow_nodes_max_limit));
-    }
-    return nodes_max;
   }
 
   // Read-only after construction (shared by every thread).

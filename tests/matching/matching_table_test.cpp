@@ -283,6 +283,30 @@ TEST(MatchingTable, BadConstructorArgumentsThrow) {
                std::invalid_argument);
 }
 
+// The limits themselves are accepted (tables that large cannot be built
+// here, so the checks are called directly), one past them refused.
+TEST(MatchingTable, SizeLimitsAreInclusive) {
+  EXPECT_EQ(table_t::checked_buckets_count(table_t::buckets_count_max),
+            table_t::buckets_count_max);
+  EXPECT_EQ(table_t::checked_buckets_count(1), 1u);
+  EXPECT_THROW(table_t::checked_buckets_count(table_t::buckets_count_max * 2),
+               std::invalid_argument);
+  EXPECT_THROW(table_t::checked_buckets_count(0), std::invalid_argument);
+  EXPECT_EQ(table_t::checked_overflow_nodes_max(table_t::overflow_nodes_max_limit),
+            table_t::overflow_nodes_max_limit);
+  EXPECT_THROW(table_t::checked_overflow_nodes_max(table_t::overflow_nodes_max_limit + 1),
+               std::invalid_argument);
+}
+
+// A pointer one past the pool's last node is not one of its nodes.
+TEST(MatchingTableDeathTest, PushOfANodePastThePoolAborts) {
+  detail::overflow_pool_t pool(4);
+  detail::overflow_node_t* const first = pool.pop();  // node 0: the free list starts in order
+  ASSERT_NE(first, nullptr);
+  EXPECT_DEATH(pool.push(first + 4), "push of a node from another pool");
+  pool.push(first);
+}
+
 TEST(MatchingTableDeathTest, NullValueAborts) {
   table_t table(1, 1);
   EXPECT_DEATH((void)table.insert(1, nullptr, send), "nullptr is not a valid");
