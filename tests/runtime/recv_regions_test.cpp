@@ -51,6 +51,15 @@ lci::status_t pop(lci::comp_t cq, lci::device_t device) {
   return status;
 }
 
+// Both ranks, at the end: progress until the device's sends are out of its
+// backlog, then wait for the peer to be done too.
+void drain(lci::device_t device) {
+  while (!lci::test_drained_x().device(device)().is_done()) {
+    (void)lci::progress_x().device(device)();
+  }
+  lci::barrier();
+}
+
 // Checks one AM (its tag is its index) and counts it; returns its packet.
 void check(const lci::status_t& status, std::vector<int>* seen) {
   require(status.is_done() && status.rank == 0 && status.size == message_bytes,
@@ -111,11 +120,7 @@ void exchange(lci::sim::rank_env_t& env) {
       lci::put_upacket(status.buffer);
     }
   }
-  // Rank 0 progresses its device until its sends are out of the backlog.
-  while (!lci::test_drained_x().device(device)().is_done()) {
-    (void)lci::progress_x().device(device)();
-  }
-  lci::barrier();
+  drain(device);
   lci::deregister_rcomp(rcomp);
   lci::free_comp(&cq);
   lci::free_device(&device);
@@ -123,16 +128,22 @@ void exchange(lci::sim::rank_env_t& env) {
   lci::g_runtime_fina();
 }
 
-TEST(RecvRegions, ArrivalsWaitForAPacketAndRegionsForTheirArrivals) {
-  LCI_SIM_ONLY("counts on the simulated network delivering while rank 1 holds its packets");
+// Two ranks over receive regions, a few seeds one after another: the
+// tests' waiting phases count on simulated time.
+void run_over_regions(void (*body)(lci::sim::rank_env_t&)) {
   lci::sim::sweep_t sweep;
   sweep.seeds_count = 4;
-  sweep.concurrent = false;  // the hold phase counts on simulated time
+  sweep.concurrent = false;
   sweep.configure = [](lci::sim::run_options_t& options) {
     options.log = false;
     options.world.multi_recv = true;
   };
-  lci::sim::expect_runs_ok(2, sweep, exchange);
+  lci::sim::expect_runs_ok(2, sweep, body);
+}
+
+TEST(RecvRegions, ArrivalsWaitForAPacketAndRegionsForTheirArrivals) {
+  LCI_SIM_ONLY("counts on the simulated network delivering while rank 1 holds its packets");
+  run_over_regions(exchange);
 }
 
 // Matching keeps a sender's order for one tag even when an arrival must
@@ -231,10 +242,7 @@ void ordered_exchange(lci::sim::rank_env_t& env) {
     require(r2.is_done(), "R2 did not complete");
     check_bytes(second, second_message, "R2");
   }
-  while (!lci::test_drained_x().device(device)().is_done()) {
-    (void)lci::progress_x().device(device)();
-  }
-  lci::barrier();
+  drain(device);
   lci::free_comp(&cq);
   lci::free_device(&device);
   lci::free_packet_pool(&pool);
@@ -243,14 +251,7 @@ void ordered_exchange(lci::sim::rank_env_t& env) {
 
 TEST(RecvRegions, AnArrivalDoesNotOvertakeOnesWaitingForAPacket) {
   LCI_SIM_ONLY("counts on the simulated network delivering while rank 1 receives nothing");
-  lci::sim::sweep_t sweep;
-  sweep.seeds_count = 4;
-  sweep.concurrent = false;  // the quiet phases count on simulated time
-  sweep.configure = [](lci::sim::run_options_t& options) {
-    options.log = false;
-    options.world.multi_recv = true;
-  };
-  lci::sim::expect_runs_ok(2, sweep, ordered_exchange);
+  run_over_regions(ordered_exchange);
 }
 
 }  // namespace
