@@ -300,7 +300,8 @@ class device_impl_t {
   // posted this many at a time: the device-wide counters, the pool's share
   // and the network's lock then move once per chunk (for the network, its
   // lock stays in one core's cache through the chunk), which matters when
-  // many threads progress one device. 1 for small targets (the simulator's).
+  // many threads progress one device. A quarter of the target, at most
+  // recvs_refill_batch_max (device_impl.cpp): 8 of the simulator's default 32.
   std::size_t recvs_refill_batch_ = 1;
   // Set when the network offers multi-receive buffers (then no packet is
   // pre-posted).
