@@ -69,6 +69,22 @@ TEST(PacketPool, GetReturnsNullptrExactlyAfterPacketsCount) {
   }
 }
 
+// The limits are inclusive: a pool of one packet of exactly
+// packet_size_bytes_max (1 GiB) is accepted and usable end to end. Only the
+// pages of its first and last bytes (and the header's) are touched, so the
+// test costs address space, not memory.
+TEST(PacketPool, PacketOfTheLargestSizeIsAccepted) {
+  pool_t pool(pool_t::packet_size_bytes_max, 1);
+  EXPECT_EQ(pool.packet_size_bytes(), pool_t::packet_size_bytes_max);
+  auto* packet = static_cast<char*>(pool.get());
+  ASSERT_NE(packet, nullptr);
+  packet[0] = 1;
+  packet[pool_t::packet_size_bytes_max - 1] = 2;
+  EXPECT_EQ(pool.get(), nullptr);
+  pool.put(packet);
+  EXPECT_EQ(pool.packets_free_count(), 1u);
+}
+
 TEST(PacketPool, PacketsAreDistinctAlignedOwnedAndWritable) {
   constexpr std::size_t packets_count = 50;
   constexpr std::size_t size_bytes = 100;  // not a multiple of a line

@@ -13,13 +13,23 @@
 // and exits 4 if nothing was thrown within deadline_s (a correctness bound:
 // the runtime must not hang). lcirun then exits with the victim's status,
 // 137 (SIGKILL). The victim never prints.
+//
+// A survivor that exits ends its connections, and over tcp a survivor that
+// has not yet noticed the victim's death would notice that first and name
+// the wrong rank. So survivors wait for each other before exiting: each
+// creates a marker file once it has its answer and exits when every
+// survivor's marker exists (or at the deadline). The markers live in
+// $TEST_TMPDIR, named by the launcher's job token $LCIRUN_JOB; without
+// both (a run by hand), survivors exit at once.
 #include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <fstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "lci.hpp"
@@ -124,6 +134,28 @@ int survivor(int rank_me, int rank_n, lci::rcomp_t inbox_rcomp) {
   return 4;
 }
 
+// The marker of survivor `rank`, or "" when the run has no place for them.
+std::string marker_path(int rank) {
+  const char* directory = std::getenv("TEST_TMPDIR");
+  const char* job = std::getenv("LCIRUN_JOB");
+  if (directory == nullptr || job == nullptr) return "";
+  return std::string(directory) + "/killed_peer." + job + "." + std::to_string(rank);
+}
+
+bool marker_exists(int rank) { return std::ifstream(marker_path(rank)).good(); }
+
+// Announces that this survivor has its answer, then waits until every
+// survivor has one (see the top of this file) or the deadline passes.
+void wait_for_survivors(int rank_me, int rank_n, clock_type::time_point deadline) {
+  if (marker_path(rank_me).empty()) return;
+  std::ofstream(marker_path(rank_me)) << "answered\n";
+  for (int rank = 0; rank < victim_of(rank_n); ++rank) {
+    while (!marker_exists(rank) && clock_type::now() <= deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  }
+}
+
 }  // namespace
 
 // Ends without finalizing: the job lost a rank; the launcher ends it.
@@ -139,5 +171,7 @@ int main() {
   const lci::rcomp_t inbox_rcomp = lci::register_rcomp(inbox);
   if (rank_me == victim_of(rank_n)) victim(rank_n, inbox);
   const int code = survivor(rank_me, rank_n, inbox_rcomp);
+  wait_for_survivors(rank_me, rank_n,
+                     clock_type::now() + std::chrono::seconds(deadline_s));
   std::_Exit(code);
 }
