@@ -143,6 +143,9 @@ inline std::uint64_t faa_array_t::values_max() const {
 // full/empty argument (class comment) compares the two counters at one point
 // of S. On x86 and Arm a seq_cst load or CAS costs what an acquire one does.
 inline bool faa_array_t::take_push_ticket(std::uint64_t& ticket) {
+  // Equivalent mutants: mo_weaken. Acquire would do: a stale, smaller tail fails the CAS [A]
+  // and a full answer from it holds at [A2]; acquire orders the push that wrote this tail
+  // before [A2], so head is not older than that push saw (docs/verification.md, run 5).
   std::uint64_t tail = tail_.value.load(util::mo_seq_cst);  // [A1] see above
   // Lock-free: a round repeats only when tail_ moved, i.e. another push took
   // a ticket.
@@ -153,12 +156,17 @@ inline bool faa_array_t::take_push_ticket(std::uint64_t& ticket) {
         util::mutated("faa_array_relaxed_full_head") ? util::mo_relaxed : util::mo_seq_cst);  // [A2]
     if (head > tail) {
       // tail_ moved on between [A1] and [A2]: head_ never passes tail_.
+      // Equivalent mutants: mo_weaken. Acquire would do, as for [A1] (docs/verification.md,
+      // run 5).
       tail = tail_.value.load(util::mo_seq_cst);  // [A1] again, see above
       continue;
     }
     LCI_ASSERT(tail - head <= values_max(), "faa_array_t holds too many values");
     if (tail - head >= values_max()) return false;  // full at [A2]
     // [A] On failure the CAS reloads tail (as [A1]) and we read head_ again.
+    // Equivalent mutants: cas_weak, cas_failure. A spurious failure, or a failure value read
+    // with acquire, is only the next lap's [A1] guess, which this CAS validates
+    // (docs/verification.md, run 5).
     if (tail_.value.compare_exchange_strong(tail, tail + 1, util::mo_seq_cst,
                                             util::mo_seq_cst)) {
       ticket = tail;
@@ -169,6 +177,9 @@ inline bool faa_array_t::take_push_ticket(std::uint64_t& ticket) {
 
 inline bool faa_array_t::take_pop_ticket(std::uint64_t& ticket) {
   // seq_cst: see take_push_ticket().
+  // Equivalent mutants: mo_weaken. Acquire would do: a stale, smaller head fails the CAS [B]
+  // and an empty answer from it holds at [B2]; acquire orders the pop that wrote this head
+  // before [B2], so head <= tail below holds (docs/verification.md, run 5).
   std::uint64_t head = head_.value.load(util::mo_seq_cst);  // [B1]
   // Lock-free: a round repeats only when head_ moved, i.e. another pop took
   // a ticket.
@@ -185,6 +196,8 @@ inline bool faa_array_t::take_pop_ticket(std::uint64_t& ticket) {
         util::mutated("faa_array_pop_refuses_last") ? 1 : 0;
     if (tail - head <= values_min) return false;  // empty at [B2]
     // [B] On failure the CAS reloads head (as [B1]) and we read tail_ again.
+    // Equivalent mutants: cas_weak, cas_failure. As for [A]: the failure value is only the
+    // next lap's [B1] guess (docs/verification.md, run 5).
     if (head_.value.compare_exchange_strong(head, head + 1, util::mo_seq_cst,
                                             util::mo_seq_cst)) {
       ticket = head;
@@ -220,6 +233,8 @@ inline void* faa_array_t::pop() {
   // (Broken variant, tests/cq: a pop takes a ticket even when nothing was
   // pushed.)
   if (util::mutated("faa_array_no_pop_admission")) {
+    // Equivalent mutants: mo_weaken, mo_to_relaxed. Dead code outside this broken variant,
+    // whose targets tools/mutate does not run (docs/verification.md, run 5).
     ticket = head_.value.fetch_add(1, util::mo_seq_cst);  // seq_cst: as [B]
   } else if (!take_pop_ticket(ticket)) {
     return nullptr;

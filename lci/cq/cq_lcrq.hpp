@@ -114,6 +114,9 @@ inline void lcrq_t::push(void* value) {
     segment_t* next = segment->next().load(util::mo_seq_cst);
     if (next != nullptr) {
       segment_t* expected = segment;  // help a lagging tail forward
+      // Equivalent mutants: cas_weak, cas_failure. The failure value is discarded, and a
+      // spurious failure leaves the help to the next lap, which re-reads tail_segment_
+      // (docs/verification.md, run 5).
       tail_segment_.value.compare_exchange_strong(
           expected, next, util::mo_seq_cst, util::mo_seq_cst);
     } else if (segment->enqueue(value) || append(segment, value)) {
@@ -137,6 +140,9 @@ inline bool lcrq_t::append(segment_t* closed, void* value) {
   const util::memory_order link_order =
       util::mutated("lcrq_relaxed_next_link") ? util::mo_relaxed
                                               : util::mo_seq_cst;
+  // Equivalent mutants: cas_weak, cas_failure. A spurious failure returns false and the
+  // pusher retries from the tail, as when another append won; the failure value feeds only
+  // the debug assertion below, which would flag that case (docs/verification.md, run 5).
   if (!closed->next().compare_exchange_strong(expected, fresh, link_order,
                                               util::mo_seq_cst)) {
     LCI_DEBUG_ASSERT(expected != nullptr, "strong CAS failed spuriously");
@@ -144,6 +150,9 @@ inline bool lcrq_t::append(segment_t* closed, void* value) {
     return false;
   }
   segment_t* tail_expected = closed;
+  // Equivalent mutants: cas_weak, cas_failure. The failure value is discarded; after a
+  // spurious failure the next push helps the tail forward, or advance_head() does before
+  // the head passes `closed` (docs/verification.md, run 5).
   tail_segment_.value.compare_exchange_strong(
       tail_expected, fresh, util::mo_seq_cst, util::mo_seq_cst);
   return true;
@@ -179,10 +188,16 @@ inline void lcrq_t::advance_head(segment_t* drained, segment_t* next,
   // Keep tail_segment_ from lagging behind head_segment_: otherwise a pusher
   // could later move tail onto a segment that was already retired.
   segment_t* tail_expected = drained;
+  // Equivalent mutants: cas_weak, cas_failure. The failure value is discarded; the tail can
+  // still be `drained` only while the pusher that appended `next` has yet to move it, and
+  // that pusher protects `drained` until then (docs/verification.md, run 5).
   tail_segment_.value.compare_exchange_strong(
       tail_expected, next, util::mo_seq_cst, util::mo_seq_cst);
   segment_t* head_expected = drained;
   // seq_cst: the unlink of [H]; it precedes the hazard scan in retire().
+  // Equivalent mutants: cas_weak, cas_failure. The failure value is discarded; after a
+  // spurious failure the pop's next lap finds `drained` again and retries the advance
+  // (docs/verification.md, run 5).
   if (head_segment_.value.compare_exchange_strong(
           head_expected, next, util::mo_seq_cst, util::mo_seq_cst)) {
     pool_.retire(drained, hazards_, slot);  // we never touch drained again

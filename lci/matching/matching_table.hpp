@@ -291,6 +291,9 @@ class table_t {
                             matching_entry_val_t value) {
     const std::uint8_t count = bucket.values_count[slot].load();
     LCI_ASSERT(count >= 1, "append to a free slot");
+    // Equivalent mutants: bound. Strict already: the one caller, insert_locked(), appends
+    // only after reading values_count < slot_values_count_max under the same bucket lock
+    // (docs/verification.md, run 7).
     LCI_ASSERT(count < detail::slot_values_count_max, "append to a full slot");
     bucket.values[slot][count].store(value);
     bucket.values_count[slot].store(static_cast<std::uint8_t>(count + 1));
@@ -304,6 +307,9 @@ class table_t {
     LCI_ASSERT(count <= detail::slot_values_count_max, "slot count corrupt");
     const std::uint8_t taken = taken_index(count);
     const matching_entry_val_t oldest = bucket.values[slot][taken].load();
+    // Equivalent mutants: bound. Same behaviour: the extra lap's copy into values[count - 1]
+    // is overwritten with nullptr next, under the bucket lock; at a full slot it reads one
+    // past the slot's array, still inside the bucket (docs/verification.md, run 7).
     for (std::uint8_t i = taken + 1; i < count; ++i) {
       bucket.values[slot][i - 1].store(bucket.values[slot][i].load());
     }
@@ -366,6 +372,9 @@ class table_t {
     LCI_ASSERT(count <= detail::node_values_count_max, "node count corrupt");
     const std::uint8_t taken = taken_index(count);
     const matching_entry_val_t oldest = head->values[taken].load();
+    // Equivalent mutants: bound. Same behaviour, as in take_inline_oldest(): the extra copy is
+    // overwritten with nullptr next; the one-past read stays inside the node
+    // (docs/verification.md, run 7).
     for (std::uint8_t i = taken + 1; i < count; ++i) {
       head->values[i - 1].store(head->values[i].load());
     }

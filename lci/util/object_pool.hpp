@@ -55,6 +55,9 @@ class object_pool_t {
         slots_(new slot_t[objects_max]),
         links_(new util::atomic<std::uint32_t>[objects_max]) {
     LCI_ASSERT(objects_max > 0, "an object pool needs room for one object");
+    // Equivalent mutants: bound. Stricter than needed: with 2^32 - 1 slots the largest link,
+    // 2^32 - 1, still fits the 32-bit links; index_none is never stored
+    // (docs/verification.md, run 6).
     LCI_ASSERT(objects_max < index_none, "an object pool over 2^32 - 1 slots");
     // Slot 0 on top, then 1, 2, ...; the last one's link is 0: the bottom.
     // taken_high_water() relies on this order.
@@ -90,6 +93,8 @@ class object_pool_t {
       std::uint32_t lent_max = 0;  // the highest slot taken, + 1
       while (taken < count && below != 0) {
         out[taken++] = static_cast<T*>(static_cast<void*>(slots_[below - 1].bytes));
+        // Equivalent mutants: bound. At equality both arms are the same value
+        // (docs/verification.md, run 6).
         lent_max = below > lent_max ? below : lent_max;
         // relaxed: ordered by [T1]/[T2]. A link written since the load of
         // head (its slot taken and given back meanwhile) comes with a new
@@ -210,6 +215,8 @@ class object_pool_t {
     // writes instead of counting on a shared one; ends as each failure means
     // another thread raised the mark.
     std::uint32_t lent = slots_lent_.load(util::mo_relaxed);
+    // Equivalent mutants: bound. At equality the CAS writes the mark's own value again: one
+    // write more, the same mark (docs/verification.md, run 6).
     while (lent_max > lent &&
            !slots_lent_.compare_exchange_weak(lent, lent_max, util::mo_relaxed, util::mo_relaxed)) {
     }

@@ -357,6 +357,16 @@ TEST(PacketPoolDeathTest, InteriorPointerPutAborts) {
       "not a packet of this pool");
 }
 
+// deque_packets_count() takes its index from the caller: the bound is
+// exclusive.
+TEST(PacketPoolDeathTest, DequeIndexPastTheLastAborts) {
+  pool_t pool(64, 4, 2);
+  // Every index below the bound is accepted (the packets start in one deque).
+  EXPECT_EQ(pool.deque_packets_count(0) + pool.deque_packets_count(1), 4u);
+  EXPECT_DEATH((void)pool.deque_packets_count(pool.deques_count_max()),
+               "deque index out of range");
+}
+
 TEST(PacketPoolDeathTest, DestroyWithPacketOutAborts) {
   EXPECT_DEATH(
       {

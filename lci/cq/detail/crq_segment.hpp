@@ -96,6 +96,10 @@ class crq_segment_t {
   util::atomic<crq_segment_t*>& retired_next() { return retired_next_; }
   std::size_t ring_size() const { return ring_size_; }
   bool is_closed() const {
+    // Equivalent mutants: mo_weaken, mo_to_relaxed. Relaxed would do: only debug assertions
+    // call this, each after setting CLOSED itself, seeing it through its own RMW on tail_, or
+    // reaching the segment through a next published after the close (docs/verification.md,
+    // run 5).
     return (tail_.value.load(util::mo_seq_cst) & crq_closed_bit) != 0;
   }
 
@@ -156,10 +160,16 @@ inline bool crq_segment_t::enqueue(void* value) {
         cell.compare_exchange({lo, hi}, {crq_safe_bit | ticket, value_bits})) {
       return true;  // [E]
     }
+    // Equivalent mutants: mo_weaken, mo_to_relaxed. Relaxed would do: a stale head only makes
+    // the ring look fuller, which closes it early (always allowed: the value goes into a new
+    // segment), and a newer one only costs a retry (docs/verification.md, run 5).
     const std::uint64_t head = head_.value.load(util::mo_seq_cst);
     const bool full = static_cast<std::int64_t>(ticket - head) >=
                       static_cast<std::int64_t>(ring_size_);
     if (full || attempts >= enqueue_attempts_max) {
+      // Equivalent mutants: mo_weaken, mo_to_relaxed. Relaxed would do for the close: only
+      // RMWs on tail_ act on CLOSED, and they read the latest value whatever the order; the
+      // append that follows is published by the CAS on next (docs/verification.md, run 5).
       tail_.value.fetch_or(crq_closed_bit, util::mo_seq_cst);
       return false;
     }
@@ -179,6 +189,8 @@ inline void* crq_segment_t::dequeue() {
   const util::memory_order empty_tail_order =
       util::mutated("crq_relaxed_empty_tail") ? util::mo_relaxed : util::mo_seq_cst;
   {
+    // Equivalent mutants: mo_weaken. Acquire would do: a stale head is smaller, and acquire
+    // orders the F&A that wrote a newer one before [P2] (docs/verification.md, run 5).
     const std::uint64_t head = head_.value.load(util::mo_seq_cst);                   // [P1]
     const std::uint64_t tail = tail_.value.load(empty_tail_order) & ~crq_closed_bit;  // [P2]
     if (tail <= head) return nullptr;
@@ -194,6 +206,8 @@ inline void* crq_segment_t::dequeue() {
     if (void* value = take_cell(ticket)) {
       // Broken variant (tests/cq): burn one more ticket, skipping a cell.
       if (util::mutated("lcrq_dequeue_skips_cell")) {
+        // Equivalent mutants: mo_weaken, mo_to_relaxed. Dead code outside this broken
+        // variant, whose targets tools/mutate does not run (docs/verification.md, run 5).
         head_.value.fetch_add(1, util::mo_seq_cst);
       }
       return value;
@@ -243,12 +257,23 @@ inline void crq_segment_t::fix_state() {
   // Lock-free: a lap repeats only when tail_ changed between our reads, i.e.
   // another operation completed a step.
   for (;;) {
+    // Equivalent mutants: mo_weaken, mo_to_relaxed. Relaxed would do: tail_raw is the CAS's
+    // expected value, so a stale one fails the CAS and the loop reads again
+    // (docs/verification.md, run 5).
     const std::uint64_t tail_raw = tail_.value.load(util::mo_seq_cst);
+    // Equivalent mutants: mo_weaken, mo_to_relaxed. Relaxed would do: any order reads at least
+    // our caller's ticket + 1 (coherence after its own F&A), and a tail that high is all
+    // fix_state must establish (docs/verification.md, run 5).
     const std::uint64_t head = head_.value.load(util::mo_seq_cst);
+    // Equivalent mutants: mo_weaken, mo_to_relaxed. Only a recheck: the CAS below decides
+    // (docs/verification.md, run 5).
     if (tail_.value.load(util::mo_seq_cst) != tail_raw) continue;
     if (head <= (tail_raw & ~crq_closed_bit)) return;
     std::uint64_t expected = tail_raw;
     const std::uint64_t desired = head | (tail_raw & crq_closed_bit);
+    // Equivalent mutants: cas_weak, cas_failure. A spurious failure, or a failure value read
+    // with acquire, only repeats the loop, which reads tail_ again (docs/verification.md,
+    // run 5).
     if (tail_.value.compare_exchange_strong(expected, desired, util::mo_seq_cst,
                                             util::mo_seq_cst)) {
       return;

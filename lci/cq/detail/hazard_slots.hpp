@@ -82,6 +82,9 @@ std::pair<std::size_t, T*> hazard_slots_t<T>::acquire(
   // Waits only while every slot is claimed (see Blocking above); each probe
   // round is bounded by hazard_slots_max.
   for (;;) {
+    // Equivalent mutants: mo_weaken, mo_to_relaxed. Relaxed would do: the value is published
+    // and then re-loaded by [H] in validate(); only the re-load decides
+    // (docs/verification.md, run 5).
     T* current = source.load(util::mo_seq_cst);
     LCI_ASSERT(current != nullptr, "hazard source holds null");
     for (std::size_t probe = 0; probe < hazard_slots_max; ++probe) {
@@ -102,6 +105,8 @@ template <typename T>
 T* hazard_slots_t<T>::protect(std::size_t slot,
                               const util::atomic<T*>& source) {
   LCI_DEBUG_ASSERT(slot < hazard_slots_max, "hazard slot out of range");
+  // Equivalent mutants: mo_weaken, mo_to_relaxed. As in acquire(): only the [H] re-load
+  // decides (docs/verification.md, run 5).
   T* current = source.load(util::mo_seq_cst);
   slots_[slot].hazard.store(current, util::mo_seq_cst);  // [H] publication
   return validate(slot, current, source);
