@@ -166,6 +166,9 @@ inline bool crq_segment_t::enqueue(void* value) {
     const std::uint64_t head = head_.value.load(util::mo_seq_cst);
     const bool full = static_cast<std::int64_t>(ticket - head) >=
                       static_cast<std::int64_t>(ring_size_);
+    // Equivalent mutants: bound. enqueue_attempts_max tunes when a starving ring gives up
+    // and closes; one attempt more is the same algorithm with a limit of 17 (still
+    // wait-free), and closing is always allowed (docs/verification.md, run 10).
     if (full || attempts >= enqueue_attempts_max) {
       // Equivalent mutants: mo_weaken, mo_to_relaxed. Relaxed would do for the close: only
       // RMWs on tail_ act on CLOSED, and they read the latest value whatever the order; the

@@ -87,6 +87,9 @@ std::pair<std::size_t, T*> hazard_slots_t<T>::acquire(
     // (docs/verification.md, run 5).
     T* current = source.load(util::mo_seq_cst);
     LCI_ASSERT(current != nullptr, "hazard source holds null");
+    // Equivalent mutants: bound. The slot index is taken modulo hazard_slots_max, so one
+    // probe more tries the start slot again, and a claim there is as good as any other
+    // (docs/verification.md, run 10).
     for (std::size_t probe = 0; probe < hazard_slots_max; ++probe) {
       const std::size_t slot = (start + probe) % hazard_slots_max;
       T* expected = nullptr;
