@@ -1,7 +1,8 @@
 """Tests of tools/mutate's "Equivalent mutants:" markers: which mutants a
 marker covers (its statement's lines, its operators), that covered mutants
 are not run and not counted in the kill rate, and that a marker naming no
-mutant is left unused (what --list reports as stale)."""
+mutant is left unused (what --list reports as stale). Also that a mutant in
+an LCI_DEBUG_ASSERT runs in a configuration that compiles it."""
 
 import importlib.machinery
 import importlib.util
@@ -29,6 +30,11 @@ inline int f(std::atomic<int>& a, int count, int count_max) {
                      util::mo_acq_rel);
   // Equivalent mutants: cas_weak (no CAS below: a stale marker).
   return v + w;
+}
+inline void g(int count, int count_max) {
+  LCI_DEBUG_ASSERT(
+      count < count_max, "only with LCI_DEBUG");
+  LCI_ASSERT(count < count_max, "always");
 }
 """
 
@@ -72,6 +78,13 @@ class Markers(unittest.TestCase):
     def test_an_unused_token_is_stale(self):
         unused = [(m.line, t) for _, m in self.markers for t in m.tokens if t not in m.used]
         self.assertEqual(unused, [(10, "cas_weak")])
+
+    def test_a_debug_assertion_runs_where_it_is_compiled(self):
+        # LCI_DEBUG_ASSERT expands to nothing without LCI_DEBUG: its mutants
+        # run under --config=tsan, over all of its lines.
+        configs = {m.line: m.config for m in self.mutants if m.operator == "bound"}
+        self.assertEqual(configs[15], "tsan")
+        self.assertEqual(configs[16], "default")
 
     def test_equivalent_mutants_are_out_of_the_kill_rate(self):
         for m in self.mutants:
