@@ -105,6 +105,8 @@ class object_pool_t {
       if (taken == 0) return 0;
       // acquire on success: the objects' last give_back (their
       // destruction) happens before this taker constructs them. [T2]
+      // Equivalent mutants: cas_weak. A spurious failure reloads the same head and repeats
+      // the walk: a weak CAS would do in this loop (docs/verification.md, run 13).
       if (head_.compare_exchange_strong(head, pack(next_version(head), below), util::mo_acquire,
                                         util::mo_acquire)) {
         note_taken(lent_max, taken);
@@ -147,6 +149,8 @@ class object_pool_t {
       // drops it: the next taker's use of an object races with ours.
       const util::memory_order order =
           util::mutated("object_pool_relaxed_give_back") ? util::mo_relaxed : util::mo_release;
+      // Equivalent mutants: cas_weak. A spurious failure reloads the same head and re-links:
+      // a weak CAS would do in this loop (docs/verification.md, run 13).
       if (head_.compare_exchange_strong(head, pack(next_version(head), first + 1), order,
                                         util::mo_relaxed)) {
         return;

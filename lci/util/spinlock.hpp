@@ -67,6 +67,9 @@ class spinlock_t {
   // only other answer is a retry its own caller must come back for.
   [[nodiscard]] bool try_lock_waiting(std::uint32_t pauses_max) {
     // relaxed: as the pre-check in try_lock(); try_lock() decides.
+    // Equivalent mutants: bound. One PAUSE more before the same try: the holder may let go
+    // meanwhile, as a slightly slower holder's timing could equally decide; pauses_max tunes
+    // a wait, it bounds nothing else (docs/verification.md, run 13).
     for (std::uint32_t i = 0; i < pauses_max && locked_.load(mo_relaxed) != 0; ++i) {
       spin_pause();
     }
