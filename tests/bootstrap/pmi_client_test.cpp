@@ -255,6 +255,19 @@ TEST_F(PmiClient, Pmi1ReadsAValueFromSeveralChunks) {
   EXPECT_EQ(server.finish(), std::vector<std::string>{});
 }
 
+// The minimum itself is enough: keys and values of 32 characters
+// (keylen_max and vallen_max count the terminating NUL).
+TEST_F(PmiClient, Pmi1AcceptsServerLimitsAtTheMinimum) {
+  fake_pmi_server_t server({pmi1_init, pmi1_maxes(33, 33), pmi1_kvsname, pmi1_finalize});
+  set_pmi(server, 0, 1);
+  {
+    const auto bootstrap = bs::open_bootstrap();
+    EXPECT_EQ(bootstrap->kind(), bs::bootstrap_kind_t::pmi1);
+    EXPECT_EQ(bootstrap->rank_n(), 1);
+  }  // finalize
+  EXPECT_EQ(server.finish(), std::vector<std::string>{});
+}
+
 TEST_F(PmiClient, Pmi1RefusesServerLimitsTooSmall) {
   fake_pmi_server_t server({pmi1_init, pmi1_maxes(16, 1024), pmi1_kvsname});
   set_pmi(server, 0, 1);

@@ -1,11 +1,15 @@
 // The text protocols' encodings (lci/bootstrap/detail/wire.hpp): hex,
-// values split over PMI keys, PMI-1 lines, PMI-2 frames, response checks.
+// values split over PMI keys, PMI-1 lines, PMI-2 frames, response checks,
+// and the byte channel's line limit.
 #include "lci/bootstrap/detail/wire.hpp"
 
 #include <gtest/gtest.h>
 
+#include <sys/socket.h>
+
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "lci/bootstrap/bootstrap.hpp"
@@ -82,6 +86,18 @@ TEST(KvsKey, HashesAtTheLimitExactly) {
   EXPECT_EQ(kvs_key(std::string(59, 'a'), 1, 0, 63),
             std::string(59, 'a') + "-1-0");
   EXPECT_EQ(kvs_key(std::string(60, 'a'), 1, 0, 63).front(), '.');
+}
+
+// The smallest key limit a server may have (kvs_key_length_min) is enough,
+// for plain keys and for the longest hashed one (largest rank, the 65th
+// chunk of the largest value).
+TEST(KvsKey, WorksAtTheMinimumLimit) {
+  EXPECT_EQ(kvs_key("addr", 0, 0, kvs_key_length_min), "addr-0-0");
+  const std::string name =
+      kvs_key(std::string(64, 'k'), 2147483647, 64, kvs_key_length_min);
+  EXPECT_EQ(name, kvs_key(std::string(64, 'k'), 2147483647, 64, 63));
+  EXPECT_EQ(name.size(), 1 + 16 + std::string("-2147483647-64").size());
+  EXPECT_LE(name.size(), kvs_key_length_min);
 }
 
 TEST(KvsValue, OneChunkCarriesSizeAndHex) {
@@ -229,6 +245,33 @@ TEST(Pmi2, RefusesKeysItCannotCarry) {
                std::invalid_argument);
 }
 
+// A frame of exactly pmi2_frame_length_max characters is within the limit.
+TEST(Pmi2, FormatsAFrameOfTheLargestLength) {
+  const std::string head = "cmd=kvs-put;value=";  // then the value and ';'
+  const std::string value(pmi2_frame_length_max - head.size() - 1, 'v');
+  const std::string frame = pmi2_format({"kvs-put", {{"value", value}}});
+  EXPECT_EQ(frame.size(), pmi2_length_field_size + pmi2_frame_length_max);
+  EXPECT_EQ(pmi2_parse_length(frame.substr(0, pmi2_length_field_size)),
+            pmi2_frame_length_max);
+  EXPECT_THROW(pmi2_format({"kvs-put", {{"value", value + "v"}}}),
+               std::invalid_argument);
+}
+
+// The parser reads only the frame it is given: here each frame is a view
+// into a longer text whose next character is a ';'.
+TEST(Pmi2, ParsesNothingPastTheFrame) {
+  const auto all_but_last = [](const std::string& text) {
+    return std::string_view(text).substr(0, text.size() - 1);
+  };
+  // The field is not terminated inside the frame: an error, whatever follows.
+  const std::string unterminated = "cmd=kvs-get;key=v;";
+  expect_error([&] { pmi2_parse(all_but_last(unterminated)); }, "not terminated");
+  // The frame's last ';' ends the field; the ';' after the frame does not
+  // make it an escaped ';'.
+  const std::string terminated = "cmd=kvs-get;key=v;;";
+  EXPECT_EQ(pmi2_parse(all_but_last(terminated)).get("key"), "v");
+}
+
 TEST(Pmi2, ParsesLengthsPaddedEitherWay) {
   EXPECT_EQ(pmi2_parse_length("113   "), 113u);
   EXPECT_EQ(pmi2_parse_length("   113"), 113u);  // as hydra sends it
@@ -266,6 +309,45 @@ TEST(Pmi2, RefusesMalformedFrames) {
 TEST(Errors, QuoteControlBytesAndTruncate) {
   expect_error([] { pmi1_parse(std::string("\x01junk", 5)); }, "'\\x01junk'");
   expect_error([] { pmi1_parse(std::string(200, 'z')); }, "'...");
+}
+
+// Quotes keep at most 80 characters: 80 are quoted whole, 81 lose the last
+// one and are marked "...".
+TEST(Errors, QuotesTruncateAfterEightyCharacters) {
+  const auto text_of_error = [](std::size_t length) -> std::string {
+    try {
+      pmi1_parse(std::string(length, 'z'));
+    } catch (const std::runtime_error& error) {
+      return error.what();
+    }
+    ADD_FAILURE() << "no error for " << length << " characters";
+    return "";
+  };
+  const auto ends_with = [](const std::string& text, const std::string& end) {
+    return text.size() >= end.size() &&
+           text.compare(text.size() - end.size(), end.size(), end) == 0;
+  };
+  const std::string quoted = "'" + std::string(80, 'z') + "'";
+  const std::string at_limit = text_of_error(80);
+  EXPECT_TRUE(ends_with(at_limit, quoted)) << at_limit;
+  const std::string past_limit = text_of_error(81);
+  EXPECT_TRUE(ends_with(past_limit, quoted + "...")) << past_limit;
+}
+
+// A line of exactly line_length_max characters is read, even when it
+// arrives in two reads: here the channel reads 4096 bytes at a time, so the
+// first read ends just before the newline.
+TEST(FdChannel, ReadsALineOfTheLargestLength) {
+  int fds[2];
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM, 0, fds), 0);
+  constexpr std::size_t line_length_max = 4096;
+  const std::string line(line_length_max, 'x');
+  fd_channel_t writer(fds[0], "writer");
+  fd_channel_t reader(fds[1], "reader");
+  writer.write_all(line + "\n" + line + "x\n");
+  EXPECT_EQ(reader.read_line(line_length_max), line);
+  expect_error([&] { reader.read_line(line_length_max); },
+               "exceeds 4096 characters");
 }
 
 }  // namespace
