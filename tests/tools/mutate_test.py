@@ -2,10 +2,14 @@
 marker covers (its statement's lines, its operators), that covered mutants
 are not run and not counted in the kill rate, and that a marker naming no
 mutant is left unused (what --list reports as stale). Also that a mutant in
-an LCI_DEBUG_ASSERT runs in a configuration that compiles it."""
+an LCI_DEBUG_ASSERT runs in a configuration that compiles it. And that the
+results of recorded runs name the mutants of a later revision (--report,
+--pending)."""
 
+import dataclasses
 import importlib.machinery
 import importlib.util
+import json
 import os
 import subprocess
 import sys
@@ -95,6 +99,86 @@ class Markers(unittest.TestCase):
         self.assertEqual(equivalent, 4)
         self.assertTrue(row.endswith("| 100% |"), row)
         self.assertIn(f"| {equivalent} |", row)
+
+
+RUN_SOURCE = """\
+inline int h(int count, int count_max) {
+  if (count < count_max) return 1;
+  if (count < count_max) return 1;
+  return count > count_max;
+}
+"""
+
+
+class RecordedRuns(unittest.TestCase):
+    """--report and --pending: results recorded at one revision name the
+    mutants of a later one by file, operator and text, not by line."""
+
+    def generate(self, source):
+        root = tempfile.mkdtemp(dir=self.directory.name)
+        os.makedirs(os.path.join(root, "lci/x"))
+        with open(os.path.join(root, "lci/x/b.cpp"), "w") as out:
+            out.write(source)
+        subprocess.run(["git", "init", "-q", root], check=True)
+        subprocess.run(["git", "-C", root, "add", "-A"], check=True)
+        return mutate.generate(root, [], ["bound"])
+
+    def record(self, name, date, mutants):
+        path = os.path.join(self.directory.name, name)
+        with open(path, "w") as out:
+            json.dump({"date": date, "rev": "0" * 40, "command": "mutate",
+                       "mutants": [dataclasses.asdict(m) for m in mutants]}, out)
+        return path
+
+    def setUp(self):
+        self.directory = tempfile.TemporaryDirectory()
+        self.old = self.generate(RUN_SOURCE)
+        self.assertEqual([(m.line, m.occurrence) for m in self.old], [(2, 0), (3, 1), (4, 0)])
+
+    def tearDown(self):
+        self.directory.cleanup()
+
+    def test_results_follow_their_statement_to_its_new_line(self):
+        self.old[0].status, self.old[1].status, self.old[2].status = "killed", "survived", "killed"
+        run = self.record("run1.json", "2026-01-01T00:00:00", self.old)
+        new = self.generate("// two lines\n// above\n" + RUN_SOURCE)
+        unmatched = mutate.match_results(new, mutate.load_results([run]))
+        self.assertEqual(unmatched, [])
+        self.assertEqual([(m.line, m.status) for m in new],
+                         [(4, "killed"), (5, "survived"), (6, "killed")])
+        self.assertIn("run1.json", new[1].measured_in)
+
+    def test_a_newer_run_overrides_and_a_changed_statement_is_unmatched(self):
+        for m in self.old:
+            m.status = "survived"
+        older = self.record("a.json", "2026-01-02T00:00:00", self.old)
+        newer_mutants = self.generate(RUN_SOURCE)
+        newer_mutants[1].status = "killed"  # a test added since kills it
+        newer = self.record("b.json", "2026-01-03T00:00:00", newer_mutants[1:2])
+        changed = self.generate(RUN_SOURCE.replace("return count > count_max", "return count >= count_max"))
+        # the file names b.json after a.json, but the order is by the runs' dates
+        unmatched = mutate.match_results(changed, mutate.load_results([newer, older]))
+        self.assertEqual([m.status for m in changed], ["survived", "killed", "not_run"])
+        self.assertEqual([r["line"] for r in unmatched], [4])
+
+    def test_pending_leaves_the_unmeasured(self):
+        self.old[2].status = "killed"
+        self.old[1].status = "not_run"  # listed in the run, but never run
+        run = self.record("run.json", "2026-01-01T00:00:00", self.old[1:])
+        new = self.generate(RUN_SOURCE)
+        mutate.match_results(new, mutate.load_results([run]))
+        pending = [m.line for m in new if m.status not in mutate.MEASURED]
+        self.assertEqual(pending, [2, 3])
+
+    def test_a_recorded_kill_refutes_an_equivalence_marker(self):
+        for m in self.old:
+            m.status = "killed"
+        run = self.record("run.json", "2026-01-01T00:00:00", self.old)
+        marked = RUN_SOURCE.replace("  return count >", "  // Equivalent mutants: bound: a claim.\n  return count >")
+        new = self.generate(marked)
+        mutate.match_results(new, mutate.load_results([run]))
+        self.assertEqual(new[2].status, "equivalent")
+        self.assertIn("the argument is wrong", new[2].note)
 
 
 if __name__ == "__main__":
