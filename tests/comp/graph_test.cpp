@@ -401,6 +401,31 @@ TEST_F(GraphTest, BadEdgesAreInvalidArguments) {
   EXPECT_TRUE(graph.test().is_done());
 }
 
+// The limits are inclusive: a graph holds exactly nodes_count_max nodes, and
+// the next add_node throws std::length_error. (The node limit costs about a
+// hundred bytes a node: some 100 MiB.)
+TEST_F(GraphTest, AGraphHoldsExactlyNodesCountMaxNodes) {
+  graph_impl_t graph(nullptr);
+  for (std::size_t i = 0; i < graph_impl_t::nodes_count_max; ++i) {
+    (void)graph.add_node(nullptr, nullptr, nullptr);
+  }
+  EXPECT_THROW((void)graph.add_node(nullptr, nullptr, nullptr),
+               std::length_error);
+}
+
+// As above for edges_count_max edges (GRAPH_START -> GRAPH_END, 16 bytes
+// each: 256 MiB).
+TEST_F(GraphTest, AGraphHoldsExactlyEdgesCountMaxEdges) {
+  graph_impl_t graph(nullptr);
+  for (std::size_t i = 0; i < graph_impl_t::edges_count_max; ++i) {
+    graph.add_edge(GRAPH_START, GRAPH_END, nullptr);
+  }
+  EXPECT_THROW(graph.add_edge(GRAPH_START, GRAPH_END, nullptr),
+               std::length_error);
+  graph.start();  // every edge runs at start, and the round ends at once
+  EXPECT_TRUE(graph.test().is_done());
+}
+
 // a -> b (throws) -> c, and d alone: start() throws b's exception after the
 // round ran as far as it can (c skipped, d run), the round ends failed, and
 // the graph can be started again once b stops throwing.
