@@ -130,7 +130,7 @@ fi_info* try_provider(const char* provider_name, const std::string& device_name,
     *error = detail::describe_fi_error("fi_getinfo", rc);
     return nullptr;
   }
-  if (info->domain_attr->cq_data_size < sizeof(backend::net_imm_data_t)) {
+  if (!carries_imm_data(info)) {
     *error = "its remote CQ data holds " + std::to_string(info->domain_attr->cq_data_size) +
              " bytes, fewer than an immediate";
     fi_freeinfo(info);
@@ -233,6 +233,10 @@ std::unique_ptr<backend::net_device_t> ofi_context_t::alloc_device(
   }
   device->insert_peers(names);
   return device;
+}
+
+bool carries_imm_data(const fi_info* info) {
+  return info->domain_attr->cq_data_size >= sizeof(backend::net_imm_data_t);
 }
 
 bool put_imm_capable(const fi_info* info) {

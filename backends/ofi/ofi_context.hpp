@@ -57,6 +57,9 @@ namespace lci::backends::ofi {
 // Tried in order when no provider is named.
 inline constexpr const char* default_provider_names[] = {"shm", "tcp;ofi_rxm"};
 
+// Whether `info`'s remote CQ data carries an immediate (net_imm_data_t), as
+// every send's does: a provider whose does not is unusable.
+bool carries_imm_data(const fi_info* info);
 // Whether devices opened from `info` have put-with-immediate: the CQ data
 // carries 64 bits (the immediate value and the length such a put reports).
 bool put_imm_capable(const fi_info* info);

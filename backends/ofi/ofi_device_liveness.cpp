@@ -12,6 +12,7 @@
 
 #include "backends/ofi/detail/ofi_check.hpp"
 #include "backends/ofi/detail/ofi_device_impl.hpp"
+#include "backends/ofi/ofi_repost_limits.hpp"
 #include "lci/util/assert.hpp"
 
 namespace lci::backends::ofi::detail {
@@ -21,22 +22,13 @@ namespace {
 // dead_ values beyond 0 (alive).
 constexpr unsigned char dead_found = 1;     // not reported yet
 constexpr unsigned char dead_reported = 2;  // peer_down returned once
-// Times an operation whose connection broke is posted again (may_repost),
-// and the first wait before it is (doubled each time). ofi_rxm notices a
-// broken connection only in its connection-management progress, which its
-// CQ reads run every 10 ms (FI_OFI_RXM_CM_PROGRESS_INTERVAL): posted
-// sooner, the operation fails on the old connection again.
-constexpr std::uint8_t connection_reposts_max = 5;
+// The first wait before an operation whose connection broke is posted
+// again (doubled each time; at most connection_reposts_max times,
+// ofi_repost_limits.hpp). ofi_rxm notices a broken connection only in its
+// connection-management progress, which its CQ reads run every 10 ms
+// (FI_OFI_RXM_CM_PROGRESS_INTERVAL): posted sooner, the operation fails on
+// the old connection again.
 constexpr std::uint64_t repost_delay_ns = 20'000'000;
-// The largest send posted again after its connection broke. A send
-// completes (transmit complete) once the provider has written all of it to
-// the connection, so one that fails was never whole at the target: posting
-// it again cannot deliver it twice. That holds for ofi_rxm's eager and
-// segmented messages (16 KiB and 128 KiB by default, never below the eager
-// size); only its rendezvous, for larger ones, can fail after the target
-// took the message (the acknowledgement lost with the connection). The
-// runtime sends at most a packet (8 KiB by default).
-constexpr std::size_t send_repost_size_max = 16384;
 
 }  // namespace
 
@@ -120,15 +112,12 @@ bool ofi_device_impl_t::lost_with_connection(const op_t& op, int code) {
 }
 
 bool ofi_device_impl_t::may_repost(const op_t& op) const {
-  // A bounded number of times: a peer on another host cannot be checked.
-  if (op.reposts >= connection_reposts_max || !peers_.is_alive(op.rank)) return false;
+  // A bounded number of times (a peer on another host cannot be checked),
+  // and a message only as long as a failed one was never whole at the target.
+  if (!within_repost_limits(op) || !peers_.is_alive(op.rank)) return false;
   // An inject's payload is the caller's again unless the device kept it
   // (keep_payload_locked); a notice has none.
-  const bool payload_held = !op.silent || op.is_notice || !injects_kept_.empty();
-  // A failed send (or notice: zero bytes) was never whole at the target
-  // only up to send_repost_size_max; RMAs may land twice (the same bytes).
-  const bool message = op.opcode == net_opcode_t::send || op.is_notice;
-  return payload_held && (!message || op.length <= send_repost_size_max);
+  return !op.silent || op.is_notice || !injects_kept_.empty();
 }
 
 // ---- dead peers ----

@@ -9,6 +9,8 @@
 #include <cstring>
 #include <fstream>
 #include <stdexcept>
+#include <string>
+#include <string_view>
 
 #include "lci/util/assert.hpp"
 
@@ -43,14 +45,22 @@ char process_state(pid_t pid) {
   std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
   std::string line;
   if (!std::getline(stat, line)) return '?';
-  // The command name in parentheses may contain anything; the state follows
-  // the last ')'.
-  const std::size_t close = line.rfind(')');
-  if (close == std::string::npos || close + 2 >= line.size()) return '?';
-  return line[close + 2];
+  return detail::process_state_of(line);
 }
 
 }  // namespace
+
+namespace detail {
+
+char process_state_of(std::string_view stat_line) {
+  // The command name in parentheses may contain anything; the state follows
+  // the last ')' and a space.
+  const std::size_t close = stat_line.rfind(')');
+  if (close == std::string_view::npos || close + 2 >= stat_line.size()) return '?';
+  return stat_line[close + 2];
+}
+
+}  // namespace detail
 
 peer_table_t::peer_table_t(bootstrap::bootstrap_t& bootstrap, const std::string& key) {
   const identity_t mine = own_identity();

@@ -20,11 +20,22 @@
 #include <sys/types.h>
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "lci/bootstrap/bootstrap.hpp"
 
 namespace lci::backends::ofi {
+
+namespace detail {
+
+// The state letter ('R', 'S', 'Z', ...) of `stat_line`, the one line of
+// /proc/<pid>/stat (proc(5)): "<pid> (<command name>) <state> ...", where
+// the command name may hold anything, ')' and spaces too; '?' when the line
+// ends before a state. Pure: is_alive() reads the file.
+char process_state_of(std::string_view stat_line);
+
+}  // namespace detail
 
 class peer_table_t {
  public:

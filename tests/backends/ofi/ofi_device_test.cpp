@@ -1,7 +1,8 @@
 // ofi_device_t and ofi_context_t in one process (local bootstrap: rank 0 of
 // 1, talking to itself) over each provider the project runs on: resolved
-// attributes, misuse errors, an unusable provider's error, and every kind of
-// operation with each completion field checked, multi-receive buffers too.
+// attributes, misuse errors, an unusable provider's error, the remote CQ
+// data a provider needs, every kind of operation with each completion field
+// checked, multi-receive buffers too, and polls with more waiting than fits.
 #include <gtest/gtest.h>
 
 #include <rdma/fabric.h>
@@ -140,6 +141,22 @@ TEST(OfiContext, AnUnusableProviderNamesItselfAndTheAlternatives) {
   }
 }
 
+// A provider is usable only where its remote CQ data carries an immediate,
+// and has put-with-immediate only where it carries 64 bits (the immediate
+// and the length).
+TEST(OfiContext, RemoteCqDataSizeDecidesImmediatesAndPutImm) {
+  const std::unique_ptr<fi_info, decltype(&fi_freeinfo)> info(fi_allocinfo(), &fi_freeinfo);
+  ASSERT_NE(info, nullptr);
+  info->domain_attr->cq_data_size = sizeof(backend::net_imm_data_t) - 1;
+  EXPECT_FALSE(carries_imm_data(info.get()));
+  info->domain_attr->cq_data_size = sizeof(backend::net_imm_data_t);
+  EXPECT_TRUE(carries_imm_data(info.get()));
+  EXPECT_FALSE(put_imm_capable(info.get()));
+  info->domain_attr->cq_data_size = sizeof(std::uint64_t);
+  EXPECT_TRUE(carries_imm_data(info.get()));
+  EXPECT_TRUE(put_imm_capable(info.get()));
+}
+
 // device_name picks the network interface (or address) tcp binds to — the
 // way a job spans machines — and a name that is neither is refused naming
 // it and the interfaces there are.
@@ -257,6 +274,37 @@ TEST_P(OfiDevice, PutImmAndGetOnSelf) {
   }
 }
 
+// A poll writes at most statuses_max completions, however many wait: here
+// zero-byte puts, settled without a provider operation and reported by the
+// next polls in the order posted.
+TEST_P(OfiDevice, APollWritesNoMoreThanStatusesMax) {
+  const std::unique_ptr<net_device_t> device = context_->alloc_device({});
+  char exposed[8] = {};
+  net_mr_t exposed_mr;
+  ASSERT_TRUE(device->register_memory(exposed, sizeof(exposed), &exposed_mr).is_done());
+  const net_rmr_t rmr = device->get_rmr(exposed_mr);
+  constexpr std::size_t puts_count = 5;
+  constexpr std::size_t statuses_max = puts_count - 1;
+  for (std::size_t i = 0; i < puts_count; ++i) {
+    ASSERT_TRUE(device->post_put(0, nullptr, 0, net_mr_t{}, 0, rmr,
+                                 reinterpret_cast<void*>(i + 1)).is_posted());
+  }
+  // One status past the array the poll is given: it must stay as written.
+  std::vector<net_status_t> statuses(statuses_max + 1);
+  int canary = 0;
+  statuses[statuses_max].user_context = &canary;
+  ASSERT_EQ(device->poll_comp(statuses.data(), statuses_max), statuses_max);
+  EXPECT_EQ(statuses[statuses_max].user_context, &canary) << "a poll wrote past statuses_max";
+  ASSERT_EQ(device->poll_comp(&statuses[statuses_max], 1), 1u);
+  for (std::size_t i = 0; i < puts_count; ++i) {
+    EXPECT_EQ(statuses[i].opcode, net_opcode_t::write);
+    EXPECT_EQ(statuses[i].fault, net_fault_t::none) << backend::describe_fault(statuses[i]);
+    EXPECT_EQ(statuses[i].length, 0u);
+    EXPECT_EQ(statuses[i].user_context, reinterpret_cast<void*>(i + 1));
+  }
+  device->deregister_memory(&exposed_mr);
+}
+
 // A full send pool is retry_nomem and changes nothing: every accepted send
 // completes exactly once.
 TEST_P(OfiDevice, AFullSendPoolIsRetryNomem) {
@@ -295,7 +343,7 @@ TEST_P(OfiDevice, AFullSendPoolIsRetryNomem) {
 
 // supports_multi_recv only when asked for; multi_recv_min_free as asked, or
 // the default; post_recv_multi refuses a device without it, a null buffer
-// and one smaller than multi_recv_min_free.
+// and one smaller than multi_recv_min_free, and takes one of exactly that.
 TEST_P(OfiDevice, MultiRecvIsGrantedOnRequestAndChecksItsBuffer) {
   const std::unique_ptr<net_device_t> plain = context_->alloc_device({});
   EXPECT_FALSE(plain->attr().supports_multi_recv);
@@ -312,6 +360,10 @@ TEST_P(OfiDevice, MultiRecvIsGrantedOnRequestAndChecksItsBuffer) {
   const std::unique_ptr<net_device_t> device = context_->alloc_device(requested);
   EXPECT_EQ(device->attr().multi_recv_min_free, 48u);
   EXPECT_THROW((void)device->post_recv_multi(nullptr, 64, nullptr), std::invalid_argument);
+  std::vector<net_status_t> seen;
+  EXPECT_TRUE(post(*device, [&] { return device->post_recv_multi(buffer, 48, nullptr); },
+                   &seen).is_done())
+      << "a buffer of exactly multi_recv_min_free was refused";
   try {
     (void)device->post_recv_multi(buffer, 47, nullptr);
     FAIL() << "a 47-byte multi-receive buffer was accepted with multi_recv_min_free = 48";

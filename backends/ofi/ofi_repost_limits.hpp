@@ -1,0 +1,43 @@
+// The bounds on posting an operation again after its connection broke under
+// a live peer (ofi_device_t's liveness, docs/backends/ofi.md "Faults"): how
+// many times, and how large a message. Apart from the device so that they
+// can be tested at their limits; the device adds what needs its state (the
+// peer alive, the payload still held).
+//
+// Thread safety: pure functions and constants.
+// Blocking:      never.
+// Allocation:    none.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "backends/backend.hpp"
+#include "backends/ofi/ofi_op_table.hpp"
+
+namespace lci::backends::ofi {
+
+// Times an operation whose connection broke is posted again (the device
+// waits before each, longer each time: ofi_device_liveness.cpp).
+inline constexpr std::uint8_t connection_reposts_max = 5;
+// The largest send posted again after its connection broke. A send
+// completes (transmit complete) once the provider has written all of it to
+// the connection, so one that fails was never whole at the target: posting
+// it again cannot deliver it twice. That holds for ofi_rxm's eager and
+// segmented messages (16 KiB and 128 KiB by default, never below the eager
+// size); only its rendezvous, for larger ones, can fail after the target
+// took the message (the acknowledgement lost with the connection). The
+// runtime sends at most a packet (8 KiB by default).
+inline constexpr std::size_t send_repost_size_max = 16384;
+
+// Whether `op` is within both bounds: posted again fewer than
+// connection_reposts_max times so far, and, for a message (a send or a
+// notice), at most send_repost_size_max bytes long; an RMA of any length
+// (it may land twice: the same bytes).
+inline bool within_repost_limits(const op_t& op) {
+  if (op.reposts >= connection_reposts_max) return false;
+  const bool message = op.opcode == backend::net_opcode_t::send || op.is_notice;
+  return !message || op.length <= send_repost_size_max;
+}
+
+}  // namespace lci::backends::ofi
