@@ -103,6 +103,22 @@ inline void spin_pause(LCI_RL_SITE) { rl::yield(1, site); }
 
 #else  // production
 
+#if defined(LCI_SPURIOUS_CAS)
+// --config=spurious_cas: a weak compare-exchange fails spuriously about
+// every other call, as the C++ memory model allows and x86 never does, so a
+// CAS that must not fail spuriously (tools/mutate's cas_weak mutants) shows
+// in ordinary tests. Which calls fail follows a per-thread pseudo-random
+// sequence, not a fixed alternation, so that a retry loop over two weak CASes
+// cannot fail in lockstep forever. Never in a production build.
+inline bool spurious_cas_due() {
+  thread_local std::uint32_t state = 0x9e3779b9u;
+  state ^= state << 13;  // xorshift32
+  state ^= state >> 17;
+  state ^= state << 5;
+  return (state & 1u) != 0;
+}
+#endif
+
 using memory_order = std::memory_order;
 inline constexpr memory_order mo_relaxed = std::memory_order_relaxed;
 inline constexpr memory_order mo_acquire = std::memory_order_acquire;
@@ -127,6 +143,14 @@ class atomic {
   }
   bool compare_exchange_weak(T& expected, T desired, memory_order success,
                              memory_order failure) {
+#if defined(LCI_SPURIOUS_CAS)
+    if (spurious_cas_due()) {
+      // What a spurious failure does: no store, and `expected` gets the
+      // value read (with the failure order), which may equal it.
+      expected = value_.load(failure);
+      return false;
+    }
+#endif
     return value_.compare_exchange_weak(expected, desired, success, failure);
   }
   T fetch_add(T delta, memory_order mo) { return value_.fetch_add(delta, mo); }
