@@ -189,21 +189,19 @@ void ofi_device_impl_t::insert_peers(const std::vector<std::vector<char>>& names
       throw std::runtime_error("lci ofi: " + describe_fi_error("fi_av_insert", inserted) +
                                " for the address of rank " + std::to_string(rank));
     }
-    // FI_AV_TABLE should hand out consecutive indices from 0 (the rank
-    // itself), but shm (libfabric 1.17) continues from where an earlier
-    // device's AV in this process stopped: keep the map both ways.
-    if (address == FI_ADDR_NOTAVAIL || address >= av_address_max) {
+    // Not necessarily the rank itself (ofi_address_ranks.hpp): the map is
+    // kept both ways.
+    if (!is_av_table_index(address)) {
       throw std::runtime_error("lci ofi: fi_av_insert gave address " + std::to_string(address) +
                                " to rank " + std::to_string(rank) + " (not an AV table index)");
     }
     address_of_rank_[static_cast<std::size_t>(rank)] = address;
-    if (address >= rank_of_address_.size()) rank_of_address_.resize(address + 1, -1);
-    rank_of_address_[address] = rank;
   }
+  rank_of_address_ = address_ranks_t(address_of_rank_);
 }
 
 int ofi_device_impl_t::rank_of(fi_addr_t source) const {
-  const int rank = source < rank_of_address_.size() ? rank_of_address_[source] : -1;
+  const int rank = rank_of_address_.rank_of(source);
   if (rank < 0) {
     throw std::runtime_error("lci ofi: a completion names source address " +
                              std::to_string(source) + ", which is no rank's");

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "backends/backend.hpp"
+#include "backends/ofi/ofi_address_ranks.hpp"
 #include "backends/ofi/ofi_device.hpp"
 #include "backends/ofi/ofi_op_table.hpp"
 #include "backends/ofi/ofi_peers.hpp"
@@ -60,9 +61,6 @@ inline constexpr std::size_t dead_report_cq_depths = 4;
 // Tagged receives every device keeps posted for notices (more notices wait
 // in the provider until the device polls).
 inline constexpr std::size_t notices_max = 64;
-// The largest AV table index a device accepts (a sanity bound: indices are
-// small integers, never pointers, with FI_AV_TABLE).
-inline constexpr fi_addr_t av_address_max = fi_addr_t{1} << 24;
 
 // A put-with-immediate's CQ data (remote write, or notice): imm in bits
 // 0-31, the length in bits 32-63.
@@ -267,9 +265,10 @@ class ofi_device_impl_t final : public ofi_device_t {
   // under lock_: rank -> 0 alive, dead_found (not yet reported), dead_reported.
   std::vector<unsigned char> dead_;
   // The AV's address of each rank and the rank of each address (-1: none),
-  // from insert_peers() (see there for why they are not the identity).
+  // from insert_peers() (ofi_address_ranks.hpp: why they are not the
+  // identity).
   std::vector<fi_addr_t> address_of_rank_;
-  std::vector<int> rank_of_address_;
+  address_ranks_t rank_of_address_;
   std::size_t dead_unreported_count_ = 0;  // under lock_: ranks at dead_found
   int probe_next_rank_ = 0;                // under lock_: check_peers_locked's turn
   std::size_t idle_turns_ = 0;          // under lock_: empty polls + refused posts
