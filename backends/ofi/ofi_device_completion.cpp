@@ -48,9 +48,19 @@ std::size_t ofi_device_impl_t::poll_comp(net_status_t* statuses, std::size_t sta
     count += report_dead_locked(statuses + count, statuses_max - count);
   }
   bool stop = false;
+  // Equivalent mutants: bound (both). `reads <= cq_reads_max` reads one
+  // batch more in a poll: the limit only bounds how long a poll holds the
+  // lock. `count <= statuses_max` adds, on a full array, reads of zero
+  // entries (poll_comp returned at statuses_max == 0, so count > 0 and
+  // has_reported is true): fi_cq_readfrom of 0 entries moves none, an
+  // error entry is left in the CQ (read_cq_locked), and nothing is written.
   for (std::size_t reads = 0; reads < cq_reads_max && count < statuses_max && !stop; ++reads) {
     count += read_cq_locked(statuses + count, statuses_max - count, count > 0, &stop);
   }
+  // Equivalent mutants: bound. `stop` implies count < statuses_max: only
+  // read_cq_locked sets it, after a read that began below the limit and
+  // added fewer entries than the room it was given (none, or fewer than it
+  // asked for), so the `<=` mutant changes nothing.
   if (dead_unreported_count_ != 0 && stop && count < statuses_max) {
     count += report_dead_locked(statuses + count, statuses_max - count);
   }

@@ -55,6 +55,9 @@ void ofi_device_impl_t::finish_repost_locked(op_t* op, long rc) {
 }
 
 void ofi_device_impl_t::defer_repost_locked(op_t* op) {
+  // Equivalent mutants: bound. Every caller has had may_repost() say yes,
+  // which needs reposts < connection_reposts_max (within_repost_limits), so
+  // the assertion with `<=` holds in exactly the same runs.
   LCI_ASSERT(op->reposts < connection_reposts_max, "posted again too many times");
   op->repost_at_ns = steady_now_ns() + (repost_delay_ns << op->reposts);
   ++op->reposts;
