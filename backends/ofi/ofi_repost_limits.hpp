@@ -31,13 +31,14 @@ inline constexpr std::uint8_t connection_reposts_max = 5;
 inline constexpr std::size_t send_repost_size_max = 16384;
 
 // Whether `op` is within both bounds: posted again fewer than
-// connection_reposts_max times so far, and, for a message (a send or a
-// notice), at most send_repost_size_max bytes long; an RMA of any length
-// (it may land twice: the same bytes).
+// connection_reposts_max times so far, and, for a send, at most
+// send_repost_size_max bytes long. A notice sends zero bytes whatever its
+// op's length (that of the emulated put-with-immediate's write it follows),
+// and an RMA may land twice (the same bytes): any length.
 inline bool within_repost_limits(const op_t& op) {
   if (op.reposts >= connection_reposts_max) return false;
-  const bool message = op.opcode == backend::net_opcode_t::send || op.is_notice;
-  return !message || op.length <= send_repost_size_max;
+  if (op.is_notice || op.opcode != backend::net_opcode_t::send) return true;
+  return op.length <= send_repost_size_max;
 }
 
 }  // namespace lci::backends::ofi
