@@ -98,6 +98,12 @@ void graph_impl_t::add_edge(graph_node_t src, graph_node_t dst,
 void graph_impl_t::start() {
   // acquire: pairs with the release in complete_round() or test() that
   // ended the previous round, so arm_round() follows all of it.
+  // Equivalent mutants: mo_weaken (as long as the CAS below stays acquire).
+  // That CAS reads the newest state, stored by complete_round() (release)
+  // or by test()'s CAS, which is in that store's release sequence, so its
+  // acquire alone orders arm_round() after the round. Nothing before it
+  // reads what another thread wrote (check_acyclic() reads this thread's
+  // building). One of the two acquires is needed.
   std::uint8_t state = state_.load(util::mo_acquire);
   if (state == state_building) check_acyclic();
   // At most two laps: only test() changes the state under us (complete ->
@@ -109,6 +115,14 @@ void graph_impl_t::start() {
           "graph_test returned done or its completion object was signalled");
     }
     // acquire: as above; relaxed on failure: we look at the state again.
+    // Equivalent mutants: cas_weak, mo_weaken (the latter as long as the
+    // load above stays acquire). A spurious failure hands back the state,
+    // which is not running (only start() stores that, and no other start()
+    // runs), so the loop tries again. Relaxed, the CAS still follows the
+    // round: the load above synchronized with complete_round() (directly,
+    // or through test()'s CAS in its release sequence), and what test() did
+    // after its CAS, under the retry lock, is ordered by arm_round()'s
+    // taking that lock.
     if (state_.compare_exchange_strong(state, state_running, util::mo_acquire,
                                        util::mo_relaxed)) {
       break;
