@@ -34,6 +34,9 @@ std::size_t op_table_t::pool_index_of(const op_t* op) const {
   const auto index = static_cast<std::size_t>(op - ops_.get());
   LCI_ASSERT(index < total_, "op outside the table");
   std::size_t begin = 0;
+  // Equivalent mutants: bound. The pools tile [0, total_) and index < total_,
+  // so the loop returns before pool reaches op_pools_count: a `<=` bound is
+  // never tested at its last value.
   for (std::size_t pool = 0; pool < op_pools_count; ++pool) {
     if (index < begin + sizes_[pool]) return pool;
     begin += sizes_[pool];
