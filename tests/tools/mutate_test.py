@@ -161,6 +161,19 @@ class RecordedRuns(unittest.TestCase):
         self.assertEqual([m.status for m in changed], ["survived", "killed", "not_run"])
         self.assertEqual([r["line"] for r in unmatched], [4])
 
+    def test_of_two_overlapping_runs_the_later_result_wins(self):
+        first = self.generate(RUN_SOURCE)
+        second = self.generate(RUN_SOURCE)
+        first[0].status, first[0].finished = "survived", "2026-01-01T09:00:00"
+        second[0].status, second[0].finished = "killed", "2026-01-01T10:00:00"
+        # the long run ended last, but measured line 2 an hour before the
+        # short one did (which ran a test added since)
+        long_run = self.record("long.json", "2026-01-01T12:00:00", first[:1])
+        short_run = self.record("short.json", "2026-01-01T11:00:00", second[:1])
+        new = self.generate(RUN_SOURCE)
+        mutate.match_results(new, mutate.load_results([long_run, short_run]))
+        self.assertEqual(new[0].status, "killed")
+
     def test_pending_leaves_the_unmeasured(self):
         self.old[2].status = "killed"
         self.old[1].status = "not_run"  # listed in the run, but never run
