@@ -182,6 +182,12 @@ status_t graph_impl_t::test() {
     // release: pairs with the acquire in start(), ordering this call before
     // the next round. relaxed on failure: a start() or another test() took
     // the completion.
+    // Equivalent mutants: mo_weaken (stronger than needed). The CAS is a
+    // read-modify-write in the release sequence of complete_round()'s
+    // store, so a start() that acquires `idle` from it synchronizes with
+    // complete_round() anyway; what this call did before (nodes it ran from
+    // the retry list) finished before the round ended, and what it does
+    // after is under the retry lock, which arm_round() takes.
     if (!state_.compare_exchange_strong(state, state_idle, util::mo_release,
                                         util::mo_relaxed)) {
       return status_t(errorcode_t::retry);
