@@ -450,6 +450,12 @@ void graph_impl_t::complete_round(state_t next) {
                    "graph round completed while not running");
   // release: pairs with the acquire in test() and start(), handing them
   // the whole round (acquired by finish_unit()).
+  // Equivalent mutants: mo_weaken (stronger than needed while the lock
+  // above is taken). This thread took retry_lock_ after acquiring the whole
+  // round and before this store; a test() that reads the end takes that
+  // lock before it answers done (the consuming CAS), and a start() in
+  // arm_round(), so the lock orders the round before either.
+  // //tests/comp:graph_publication_test passes under TSan with it relaxed.
   state_.store(next, util::mo_release);
   if (on_complete != nullptr) {
     on_complete->signal(

@@ -3,16 +3,19 @@
 // by its successor on another thread and, once test() answers done, by the
 // thread that called it. Under --config=tsan, a happens-before the graph
 // fails to give (a predecessor count or the round's unit count decremented
-// without acquire and release, the round's end stored relaxed) is a
-// reported data race; the stress tests synchronize through atomics of
-// their own and cannot show it.
+// without acquire and release) is a reported data race; the stress tests
+// synchronize through atomics of their own and cannot show it.
 //
-// Each round: a and b are posted nodes, c their successor. Two worker
-// threads each write their node's datum and signal its completion; c runs
-// on whichever completes second and reads both data. The main thread
-// starts the round, polls test(), and reads every datum after done. The
-// workers learn of a new round from an atomic the main thread stores
-// (release; it orders the main thread before them, never them before it).
+// Each round: a and b are posted nodes, c their successor, and d a's second
+// successor. Worker 0 writes a's datum and signals a; worker 1 writes b's
+// and signals b. The interleaving is forced with relaxed atomics, which
+// order nothing: a's edge to d (after its edge to c) waits until c has run,
+// and worker 1 signals b only once worker 0 is in that edge. So worker 1
+// releases c and runs it while worker 0 has decremented c's count but not
+// yet finished a's unit: only c's count can order a's datum before c. The
+// main thread starts each round, polls test(), and then reads every datum;
+// the workers learn of a new round from an atomic the main thread stores
+// (release: it orders the main thread before them, never them before it).
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -33,6 +36,10 @@ struct round_data_t {
   int a = -1;      // written by worker 0 before it signals a
   int b = -1;      // written by worker 1 before it signals b
   int c_sum = -1;  // written by c: a + b as c saw them
+  int d = -1;      // written by d (on worker 0): a as d saw it
+  // relaxed only: they force the interleaving without ordering anything
+  std::atomic<int> a_in_edge{-1};  // the round whose a -> d edge runs
+  std::atomic<int> c_ran{-1};      // the round whose c has run
 };
 
 status_t posted(void*) { return status_t(errorcode_t::posted); }
@@ -40,17 +47,34 @@ status_t posted(void*) { return status_t(errorcode_t::posted); }
 status_t run_c(void* value) {
   auto* data = static_cast<round_data_t*>(value);
   data->c_sum = data->a + data->b;
+  data->c_ran.store(data->b, std::memory_order_relaxed);
   return status_t(errorcode_t::done);
 }
 
+status_t run_d(void* value) {
+  auto* data = static_cast<round_data_t*>(value);
+  data->d = data->a;
+  return status_t(errorcode_t::done);
+}
+
+// a -> d, on worker 0: a's datum is written and c's count decremented.
+void wait_for_c(status_t, void*, void* dst_value) {
+  auto* data = static_cast<round_data_t*>(dst_value);
+  const int round = data->a;  // worker 0's own write
+  data->a_in_edge.store(round, std::memory_order_relaxed);
+  while (data->c_ran.load(std::memory_order_relaxed) != round) std::this_thread::yield();
+}
+
 TEST(GraphPublication, NodeWorkIsVisibleToSuccessorsAndToTheCallerOfTest) {
-  const int rounds = scaled(2000);
+  const int rounds = scaled(400);
   round_data_t data;
   graph_impl_t graph(nullptr);
   graph_node_t a = graph.add_node(posted, nullptr, nullptr);
   graph_node_t b = graph.add_node(posted, nullptr, nullptr);
   graph_node_t c = graph.add_node(run_c, &data, nullptr);
-  graph.add_edge(a, c, nullptr);
+  graph_node_t d = graph.add_node(run_d, &data, nullptr);
+  graph.add_edge(a, c, nullptr);  // before a -> d: c's count drops first
+  graph.add_edge(a, d, wait_for_c);
   graph.add_edge(b, c, nullptr);
 
   std::atomic<int> go{-1};  // the round the workers may complete; -2: stop
@@ -62,7 +86,12 @@ TEST(GraphPublication, NodeWorkIsVisibleToSuccessorsAndToTheCallerOfTest) {
       while ((round = go.load(std::memory_order_acquire)) == seen) std::this_thread::yield();
       if (round == -2) return;
       seen = round;
-      (which == 0 ? data.a : data.b) = round;
+      if (which == 0) {
+        data.a = round;
+      } else {
+        while (data.a_in_edge.load(std::memory_order_relaxed) != round) std::this_thread::yield();
+        data.b = round;
+      }
       status_t status(errorcode_t::done);
       status.user_context = which == 0 ? a : b;
       graph.signal(status);
@@ -78,6 +107,7 @@ TEST(GraphPublication, NodeWorkIsVisibleToSuccessorsAndToTheCallerOfTest) {
     ASSERT_EQ(data.a, round);
     ASSERT_EQ(data.b, round);
     ASSERT_EQ(data.c_sum, 2 * round) << "c ran before a predecessor's work was visible";
+    ASSERT_EQ(data.d, round);
   }
   go.store(-2, std::memory_order_release);
   worker0.join();
