@@ -10,7 +10,8 @@
 // signal() (acquire) order the read before the write. The signallers learn
 // that a round is open from a relaxed counter, which orders nothing.
 // Waiter: what its signaller wrote before signal() is read by the thread
-// whose test() returned true.
+// whose test() returned true. Counter: what a thread wrote before set() or
+// signal() is read by the thread whose get() read that value.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -18,6 +19,7 @@
 #include <thread>
 #include <vector>
 
+#include "lci/comp/counter.hpp"
 #include "lci/comp/sync.hpp"
 #include "lci/comp/waiter.hpp"
 #include "tests/comp/comp_test_scale.hpp"
@@ -27,6 +29,7 @@ namespace {
 using lci::errorcode_t;
 using lci::status_t;
 using lci::comp::test::scaled;
+using lci::detail::counter_impl_t;
 using lci::detail::sync_impl_t;
 using lci::detail::waiter_impl_t;
 
@@ -83,6 +86,35 @@ TEST(WaiterPublication, WhatTheSignallerWroteIsVisibleToTheTester) {
     EXPECT_EQ(out.tag, static_cast<lci::tag_t>(round));
     EXPECT_EQ(datum, round);
     signaller.join();
+  }
+}
+
+TEST(CounterPublication, WhatWasWrittenBeforeSetOrSignalIsVisibleToGet) {
+  const int rounds = scaled(400);
+  for (int round = 0; round < rounds; ++round) {
+    counter_impl_t counter;
+    int before_set = -1;     // plain: ordered by the counter alone
+    int before_signal = -1;  // likewise
+    std::atomic<bool> go{false};
+    std::atomic<bool> set_seen{false};  // relaxed only: orders nothing
+    std::thread writer([&] {
+      // acquire: pairs with the release below (main thread before this one).
+      while (!go.load(std::memory_order_acquire)) std::this_thread::yield();
+      before_set = round;
+      counter.set(10);
+      // The signal waits until the main thread has read the set value, so
+      // that only set() can order before_set.
+      while (!set_seen.load(std::memory_order_relaxed)) std::this_thread::yield();
+      before_signal = round;
+      counter.signal(status_t(errorcode_t::done));
+    });
+    go.store(true, std::memory_order_release);
+    while (counter.get() != 10) std::this_thread::yield();
+    EXPECT_EQ(before_set, round);
+    set_seen.store(true, std::memory_order_relaxed);
+    while (counter.get() != 11) std::this_thread::yield();
+    EXPECT_EQ(before_signal, round);
+    writer.join();
   }
 }
 

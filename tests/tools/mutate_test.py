@@ -126,7 +126,7 @@ class RecordedRuns(unittest.TestCase):
     def record(self, name, date, mutants):
         path = os.path.join(self.directory.name, name)
         with open(path, "w") as out:
-            json.dump({"date": date, "rev": "0" * 40, "command": "mutate",
+            json.dump({"date": date, "rev": "0" * 40, "command": "mutate", "seconds": 0,
                        "mutants": [dataclasses.asdict(m) for m in mutants]}, out)
         return path
 
