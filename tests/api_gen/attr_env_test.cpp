@@ -175,4 +175,22 @@ TEST_F(AttrEnvTest, EnumsByName) {
   EXPECT_EQ(color, color_t::blue);
 }
 
+// A table ends at its count, whatever lies past it: here the first two
+// names of three, so a lookup that went one past would find "blue".
+TEST_F(AttrEnvTest, AnEnumTableEndsAtItsCount) {
+  const lci::detail::enum_names_t two{color_value_names, 2};
+  EXPECT_STREQ(lci::detail::enum_name(two, 1), "green");
+  EXPECT_STREQ(lci::detail::enum_name(two, 2), "invalid");
+  int index = -1;
+  EXPECT_FALSE(lci::detail::enum_index(two, "blue", &index));
+  EXPECT_EQ(index, -1);
+  set("blue");
+  try {
+    lci::detail::read_attr_env_enum_index(variable, two, &index);
+    ADD_FAILURE() << "accepted blue";
+  } catch (const std::invalid_argument& error) {
+    EXPECT_STREQ(error.what(), "LCI_ATTR_ATTR_ENV_TEST=\"blue\": not one of red, green");
+  }
+}
+
 }  // namespace
