@@ -453,8 +453,10 @@ void graph_impl_t::complete_round(state_t next) {
   // Equivalent mutants: mo_weaken (stronger than needed while the lock
   // above is taken). This thread took retry_lock_ after acquiring the whole
   // round and before this store; a test() that reads the end takes that
-  // lock before it answers done (the consuming CAS), and a start() in
-  // arm_round(), so the lock orders the round before either.
+  // lock before it answers done (the consuming CAS). A start() comes after
+  // such a test() or after on_complete's signal below, whose completion
+  // object orders this thread before its waiter. So the round is ordered
+  // before either without this release.
   // //tests/comp:graph_publication_test passes under TSan with it relaxed.
   state_.store(next, util::mo_release);
   if (on_complete != nullptr) {
