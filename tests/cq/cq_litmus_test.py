@@ -24,10 +24,12 @@ ROOT = os.path.abspath(sys.argv.pop(1)) if len(sys.argv) > 1 and os.path.isdir(s
     else os.getcwd()
 sys.path.insert(0, os.path.join(ROOT, "tools", "rc11"))
 import rc11  # noqa: E402
-from rc11 import cas, fetch_add, load  # noqa: E402
+from rc11 import cas, fetch_add, load, store  # noqa: E402
 
 FAA_ARRAY = os.path.join(ROOT, "lci", "cq", "cq_faa_array.hpp")
 CRQ = os.path.join(ROOT, "lci", "cq", "detail", "crq_segment.hpp")
+LCRQ = os.path.join(ROOT, "lci", "cq", "cq_lcrq.hpp")
+HAZARD_SLOTS = os.path.join(ROOT, "lci", "cq", "detail", "hazard_slots.hpp")
 
 
 def faa_orders():
@@ -50,6 +52,25 @@ def crq_orders():
         "dequeue_ticket": at("ticket = head_.value.fetch_add(1"),
         "P1": at("// [P1]"),
         "P2": at('util::mutated("crq_relaxed_empty_tail")'),
+    }
+
+
+def lcrq_orders():
+    at = lambda anchor, **kw: rc11.order_at(LCRQ, anchor, **kw)
+    # The destructor, push() and pop() load next() with the same statement;
+    # push's help of tail_segment_, advance_head()'s and its head CAS end
+    # alike: in file order.
+    next_load = "segment_t* next = segment->next().load(util::mo_"
+    tail_help = "expected, next, util::mo_"
+    return {
+        "push_next": at(next_load, occurrence=1, lines=3),
+        "pop_next": at(next_load, occurrence=2, lines=3),
+        "push_help": at(tail_help, which=0, occurrence=0, lines=3),
+        "pop_help": at(tail_help, which=0, occurrence=1, lines=3),
+        # `mutated(...) ? mo_relaxed` and, on the next line, `: mo_seq_cst`
+        "link": at('util::mutated("lcrq_relaxed_next_link")', offset=1),
+        "append_tail": at("tail_expected, fresh, util::mo_", which=0),
+        "protect_reload": rc11.order_at(HAZARD_SLOTS, "// [H] re-load"),
     }
 
 
@@ -113,6 +134,69 @@ class CqLitmusTest(unittest.TestCase):
              [load("head", o["P1"], "head"), load("tail", o["P2"], "tail")]],
             lambda r: r["tail"] <= r["head"],
             "a dequeue ([P1], [P2]) answers empty while the ring holds a value")
+
+    def test_crq_enqueuer_sees_the_head_of_a_dequeuer_that_gave_up(self):
+        # The case the enqueue's head check exists for: dequeuer D takes
+        # ticket 1 and finds an older lap's value in the cell, marks it unsafe
+        # and moves on; the older lap's dequeuer then takes its value, which
+        # leaves the cell empty, unsafe, with index 1. Enqueuer E, ticket 1,
+        # reads that cell state. Had it read head <= 1 it would store a value
+        # that D, its dequeuer, has already passed: lost. Every cell write after
+        # reset is a CAS2 (a full barrier, util::atomic_u64_pair), so E's
+        # acquire load of the cell reads from the release sequence of D's mark
+        # and D's ticket happens before E's head load: the check holds with
+        # any order of that load or of D's ticket (docs/verification.md, the
+        # equivalence of crq_segment.hpp's enqueue head load).
+        # Cell states: 0 = older lap's value, safe; 1 = the same, unsafe;
+        # 2 = empty, unsafe, index 1.
+        for head_order in ("rlx", "acq", "sc"):
+            for ticket_order in ("rlx", "acq_rel", "sc"):
+                self.assertForbidden(
+                    {"head": 1, "tail": 1, "cell": 0},
+                    [[fetch_add("head", 1, ticket_order), cas("cell", 0, 1, "sc")],
+                     [cas("cell", 1, 2, "sc")],
+                     [fetch_add("tail", 1, "sc"), load("cell", "acq", "cell"),
+                      load("head", head_order, "head")]],
+                    lambda r: r["cell"] == 2 and r["head"] <= 1,
+                    f"an enqueuer ({head_order} head load, {ticket_order} dequeue ticket) "
+                    "stores into a cell its dequeuer passed")
+
+    def assert_fresh_segment_published(self, helper, what):
+        # A closed segment (1) gets a successor, a recycled segment (2) that
+        # the appender resets (its next() from the last incarnation, 9, back
+        # to null) and links. A later pusher reaches segment 2 through
+        # tail_segment_ (the hazard [H] re-load) and reads its next(): it must
+        # see the reset, not the old link, or it follows a pointer into a
+        # segment that may since have been retired.
+        o = lcrq_orders()
+        appender = [store("fresh_next", 0, "rlx"), cas("closed_next", 0, 2, o["link"])]
+        if helper is None:  # append() moves tail_segment_ itself
+            appender.append(cas("tail_segment", 1, 2, o["append_tail"]))
+            threads = [appender]
+        else:  # a pusher or popper helps it forward
+            next_order, help_order = helper
+            threads = [appender, [load("closed_next", next_order, "next"),
+                                  cas("tail_segment", 1, 2, help_order)]]
+        threads.append([load("tail_segment", o["protect_reload"], "segment"),
+                        load("fresh_next", o["push_next"], "fresh_next")])
+        self.assertForbidden(
+            {"closed_next": 0, "fresh_next": 9, "tail_segment": 1},
+            threads,
+            lambda r: r["segment"] == 2 and r["fresh_next"] == 9 and r.get("next", 2) == 2,
+            what)
+
+    def test_lcrq_append_publishes_the_fresh_segment(self):
+        self.assert_fresh_segment_published(None, "append()'s tail_segment_ CAS")
+
+    def test_lcrq_push_help_publishes_the_fresh_segment(self):
+        o = lcrq_orders()
+        self.assert_fresh_segment_published((o["push_next"], o["push_help"]),
+                                            "push()'s help of tail_segment_")
+
+    def test_lcrq_pop_help_publishes_the_fresh_segment(self):
+        o = lcrq_orders()
+        self.assert_fresh_segment_published((o["pop_next"], o["pop_help"]),
+                                            "advance_head()'s help of tail_segment_")
 
 
 if __name__ == "__main__":

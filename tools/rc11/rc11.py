@@ -363,20 +363,26 @@ def exists(init: Dict[str, int], threads: Sequence[Sequence[Op]],
     return None
 
 
-def order_at(path: str, anchor: str, which: int = -1) -> str:
-    """The memory order written on the one source line that contains anchor.
+def order_at(path: str, anchor: str, which: int = -1, occurrence: int = 0,
+             lines: int = 1, offset: int = 0) -> str:
+    """The memory order written on a source line that contains anchor.
 
-    which picks among the line's util::mo_* tokens (-1: the last, which on a
-    line that selects a broken variant's order, `mutated(...) ? mo_a : mo_b`,
-    is the order of every other build). A mutated line makes the scenario
-    that reads it check the mutant.
+    Exactly `lines` lines must contain anchor (so that a scenario cannot
+    silently read another line after an edit); occurrence picks one of them,
+    in file order; offset moves from it to a later line of the same
+    statement. which picks among that line's util::mo_* tokens (-1: the
+    last, which on a line that selects a broken variant's order,
+    `mutated(...) ? mo_a : mo_b`, is the order of every other build). A
+    mutated line makes the scenario that reads it check the mutant.
     """
     import re
     with open(path, encoding="utf-8") as f:
-        hits = [line for line in f if anchor in line]
-    if len(hits) != 1:
-        raise LookupError(f"{path}: {len(hits)} lines contain {anchor!r}, want 1")
-    tokens = re.findall(r"\bmo_[a-z_]+\b", hits[0])
+        text = f.read().splitlines()
+    hits = [i for i, line in enumerate(text) if anchor in line]
+    if len(hits) != lines:
+        raise LookupError(f"{path}: {len(hits)} lines contain {anchor!r}, want {lines}")
+    line = text[hits[occurrence] + offset]
+    tokens = re.findall(r"\bmo_[a-z_]+\b", line)
     if not tokens:
         raise LookupError(f"{path}: the line with {anchor!r} names no memory order")
     return CXX_ORDERS[tokens[which]]

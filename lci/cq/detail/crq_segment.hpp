@@ -154,6 +154,13 @@ inline bool crq_segment_t::enqueue(void* value) {
     const std::uint64_t lo = cell.load_lo();
     // An empty cell whose index is not ahead of us, and either safe or no
     // dequeuer has passed our ticket yet (else one already gave up on it).
+    // Equivalent mutants: mo_weaken, mo_to_relaxed. Relaxed would do for the head load. It
+    // decides only once our ticket's dequeuer has CASed this cell: before that, its CAS2 and
+    // ours order the two, and it takes what we store. After it, our CAS2 succeeds only on a
+    // state read from that CAS's release sequence (every later cell write is a CAS2, a full
+    // barrier), so its ticket happens before this load, which returns more than our ticket
+    // whatever its order (//tests/cq:cq_litmus_test checks that step under RC11;
+    // docs/verification.md, "RC11 litmus checks").
     if (hi == 0 && (lo & crq_index_mask) <= ticket &&
         ((lo & crq_safe_bit) != 0 ||
          head_.value.load(util::mo_seq_cst) <= ticket) &&
