@@ -114,6 +114,8 @@ inline void lcrq_t::push(void* value) {
     segment_t* next = segment->next().load(util::mo_seq_cst);
     if (next != nullptr) {
       segment_t* expected = segment;  // help a lagging tail forward
+      // seq_cst: a move of the tail publishes `next` (release) and is in S, which the
+      // reclaimer's hazard scan needs (advance_head()).
       // Equivalent mutants: cas_weak, cas_failure. The failure value is discarded, and a
       // spurious failure leaves the help to the next lap, which re-reads tail_segment_
       // (docs/verification.md, run 5).
@@ -150,6 +152,7 @@ inline bool lcrq_t::append(segment_t* closed, void* value) {
     return false;
   }
   segment_t* tail_expected = closed;
+  // seq_cst: as a pusher's help in push().
   // Equivalent mutants: cas_weak, cas_failure. The failure value is discarded; after a
   // spurious failure the next push helps the tail forward, or advance_head() does before
   // the head passes `closed` (docs/verification.md, run 5).
@@ -188,9 +191,13 @@ inline void lcrq_t::advance_head(segment_t* drained, segment_t* next,
   // Keep tail_segment_ from lagging behind head_segment_: otherwise a pusher
   // could later move tail onto a segment that was already retired.
   segment_t* tail_expected = drained;
-  // Equivalent mutants: cas_weak, cas_failure. The failure value is discarded; the tail can
-  // still be `drained` only while the pusher that appended `next` has yet to move it, and
-  // that pusher protects `drained` until then (docs/verification.md, run 5).
+  // seq_cst, success and failure: whoever moved the tail off `drained` (this CAS, append()'s
+  // or a pusher's help), that move and our read of it must precede our hazard scan in S, or
+  // a pusher's [H] re-load could still read `drained` while the scan misses its slot
+  // (//tests/cq:cq_litmus_test, the old tail's protection).
+  // Equivalent mutants: cas_weak. A spurious failure leaves the tail on `drained`, which it
+  // can be only while the pusher that appended `next` has yet to move it, and that pusher
+  // protects `drained` until then (docs/verification.md, run 5).
   tail_segment_.value.compare_exchange_strong(
       tail_expected, next, util::mo_seq_cst, util::mo_seq_cst);
   segment_t* head_expected = drained;

@@ -69,8 +69,12 @@ def lcrq_orders():
         "pop_help": at(tail_help, which=0, occurrence=1, lines=3),
         # `mutated(...) ? mo_relaxed` and, on the next line, `: mo_seq_cst`
         "link": at('util::mutated("lcrq_relaxed_next_link")', offset=1),
-        "append_tail": at("tail_expected, fresh, util::mo_", which=0),
         "protect_reload": rc11.order_at(HAZARD_SLOTS, "// [H] re-load"),
+        "protect_publish": rc11.order_at(HAZARD_SLOTS, "// [H] publication"),
+        "scan": rc11.order_at(HAZARD_SLOTS, "== p) return true;"),
+        "append_tail": at("tail_expected, fresh, util::mo_", which=0),
+        "pop_help_failure": at(tail_help, which=1, occurrence=1, lines=3),
+        "head_advance": at(tail_help, which=0, occurrence=2, lines=3),
     }
 
 
@@ -197,6 +201,45 @@ class CqLitmusTest(unittest.TestCase):
         o = lcrq_orders()
         self.assert_fresh_segment_published((o["pop_next"], o["pop_help"]),
                                             "advance_head()'s help of tail_segment_")
+
+    def assert_old_tail_protected(self, mover):
+        # The hazard protocol [H] over tail_segment_. Segment 1 is closed and
+        # drained, segment 2 follows it. A mover takes tail_segment_ from 1 to
+        # 2: append() itself, a pusher's help, or advance_head() of the
+        # reclaimer R. R then unlinks 1 from head_segment_ and scans the
+        # hazard slots before it recycles 1. Pusher P publishes 1 in its slot
+        # and re-loads tail_segment_. If P's re-load still reads 1 and R's
+        # scan misses P's slot, R recycles the segment P goes on to use.
+        # Store-buffering between P and {mover, R}: the move of tail_segment_
+        # must be in S, and R's read of it (its CAS, or the CAS's failure
+        # when another thread moved it) too.
+        o = lcrq_orders()
+        pusher = [store("slot", 1, o["protect_publish"]),
+                  load("tail_segment", o["protect_reload"], "seen")]
+        reclaimer = []
+        threads = [pusher]
+        if mover is None:
+            reclaimer.append(cas("tail_segment", 1, 2, o["pop_help"]))
+        else:
+            reclaimer.append(load("tail_segment", o["pop_help_failure"], "tail"))
+            threads.append([cas("tail_segment", 1, 2, mover)])
+        reclaimer += [cas("head_segment", 1, 2, o["head_advance"]),
+                      load("slot", o["scan"], "hazard")]
+        threads.append(reclaimer)
+        self.assertForbidden(
+            {"slot": 0, "tail_segment": 1, "head_segment": 1},
+            threads,
+            lambda r: r["seen"] == 1 and r["hazard"] == 0 and r.get("tail", 2) == 2,
+            "a reclaimer recycles the old tail segment under a pusher's hazard")
+
+    def test_lcrq_old_tail_protected_when_advance_head_moves_it(self):
+        self.assert_old_tail_protected(None)
+
+    def test_lcrq_old_tail_protected_when_append_moves_it(self):
+        self.assert_old_tail_protected(lcrq_orders()["append_tail"])
+
+    def test_lcrq_old_tail_protected_when_a_pusher_moves_it(self):
+        self.assert_old_tail_protected(lcrq_orders()["push_help"])
 
 
 if __name__ == "__main__":
