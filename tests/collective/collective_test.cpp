@@ -6,6 +6,7 @@
 // collectives running concurrently on two devices of one runtime.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -329,6 +330,39 @@ TEST(CollectiveDevices, ConcurrentCollectivesOnTwoDevices) {
     sweep.seeds_count = 2;
     lci::sim::expect_runs_ok(rank_n, sweep, two_devices_body);
   }
+}
+
+// A second thread of each rank progresses the device while the first runs
+// non-blocking collectives and waits for them: a round's messages then
+// complete on either thread, and whichever ends the round (the poster's
+// last decrement in advance(), or a completion's in signal()) reads what
+// the other wrote. Under TSan this is the check of those decrements'
+// acq_rel (docs/verification.md, collective.cpp's round counter).
+void progress_thread_body(lci::sim::rank_env_t& env) {
+  lci::g_runtime_init();
+  context_t c{lci::get_rank_me(), lci::get_rank_n(), lci::device_t{}};
+  std::atomic<bool> over{false};
+  env.run_threads(2, [&c, &over](int thread) {
+    if (thread == 1) {
+      // acquire: pairs with the release below; nothing else is read after.
+      while (!over.load(std::memory_order_acquire)) (void)lci::progress();
+      return;
+    }
+    for (int round = 0; round < 20; ++round) {
+      check_alltoall(c, 3, false);
+      check_allreduce(c, 3, lci::allreduce_algorithm_t::tree, false, false);
+      check_broadcast(c, 40, lci::broadcast_algorithm_t::tree, false, 0);
+    }
+    over.store(true, std::memory_order_release);
+  });
+  lci::barrier();
+  lci::g_runtime_fina();
+}
+
+TEST(CollectiveThreads, RoundsEndOnEitherThread) {
+  lci::sim::sweep_t sweep;
+  sweep.seeds_count = 2;
+  lci::sim::expect_runs_ok(3, sweep, progress_thread_body);
 }
 
 }  // namespace
