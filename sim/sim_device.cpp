@@ -1,15 +1,24 @@
 #include "sim/sim_device.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <stdexcept>
 #include <string>
+#include <thread>
 
 #include "lci/util/assert.hpp"
 #include "lci/util/try_lock.hpp"
 #include "sim/sim_scheduler.hpp"
 
 namespace lci::sim {
+
+namespace {
+// The preempt fault drawn in this thread's current call (under the port
+// lock), served when the call is done (outside it). Per thread: the threads
+// of a rank share its device.
+thread_local bool t_preempt_pending = false;
+}  // namespace
 
 using backend::net_imm_data_t;
 using backend::net_mr_t;
@@ -53,6 +62,10 @@ inline void sim_device_t::begin_call() {
 inline void sim_device_t::call_done(const char* what, bool changed) {
   if (!changed) world_.note_quiet_call(port_->rank, what);
   scheduler_t::call_point(what, changed);
+  if (t_preempt_pending) {
+    t_preempt_pending = false;
+    std::this_thread::sleep_for(std::chrono::microseconds(world_.options().faults.preempt_micros));
+  }
 }
 
 // A post, post_recv or registration: a retry changed nothing.
@@ -76,6 +89,10 @@ inline bool sim_device_t::draw(fault_kind_t kind) {
 sim_device_t::call_verdict_t sim_device_t::draw_call_faults() {
   if (draw(fault_kind_t::rank_crash)) return call_verdict_t::crash;
   if (draw(fault_kind_t::lock_busy)) return call_verdict_t::busy;
+  // Concurrent mode only (sim_faults.hpp).
+  if (world_.mode() == world_mode_t::concurrent && draw(fault_kind_t::preempt)) {
+    t_preempt_pending = true;
+  }
   return call_verdict_t::go;
 }
 

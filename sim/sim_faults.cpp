@@ -19,6 +19,7 @@ const char* get_fault_name(fault_kind_t kind) {
     case fault_kind_t::delay_spike: return "delay_spike";
     case fault_kind_t::registration_failure: return "registration_failure";
     case fault_kind_t::rank_crash: return "rank_crash";
+    case fault_kind_t::preempt: return "preempt";
   }
   return "unknown";
 }

@@ -16,6 +16,13 @@
 //   registration_failure  register_memory returns retry_nomem
 //   rank_crash            the calling rank crashes at a backend call (its
 //                         peers see peer_crashed; it gets rank_crashed_t)
+//   preempt               concurrent mode: a call, once done and outside
+//                         every lock, sleeps preempt_micros (its OS thread
+//                         loses the core), so another thread of the rank
+//                         runs inside what would be a few-instruction window
+//                         between this thread's calls. Deterministic mode
+//                         never draws it: every call is a scheduling point
+//                         there already.
 //
 // Thread safety: plain data. Blocking: never. Allocation: none.
 #pragma once
@@ -35,13 +42,15 @@ enum class fault_kind_t : std::uint8_t {
   delay_spike,
   registration_failure,
   rank_crash,
+  preempt,
 };
-inline constexpr std::size_t fault_kinds_count = 8;
+inline constexpr std::size_t fault_kinds_count = 9;
 
 struct fault_options_t {
   double rates[fault_kinds_count] = {};  // by fault_kind_t; all 0: no faults
   std::uint64_t reorder_ticks_max = 1000;
   std::uint64_t delay_spike_ticks = 20000;
+  std::uint32_t preempt_micros = 50;
 
   double& rate(fault_kind_t kind) { return rates[static_cast<std::size_t>(kind)]; }
   double rate(fault_kind_t kind) const { return rates[static_cast<std::size_t>(kind)]; }

@@ -33,6 +33,7 @@ run_options_t quiet(std::uint64_t seed, world_mode_t mode = world_mode_t::determ
 const fault_kind_t survivable[] = {
     fault_kind_t::send_queue_full, fault_kind_t::no_recv_buffer, fault_kind_t::cq_pressure,
     fault_kind_t::lock_busy,       fault_kind_t::reorder,        fault_kind_t::delay_spike,
+    fault_kind_t::preempt,
 };
 
 // Each fault on its own at a high rate: it fires, the ring still conserves.
@@ -43,6 +44,8 @@ TEST(SimNetworkFaults, EachFaultFiresAndIsSurvived) {
       // wire reorders by picking packets at random instead).
       const bool timed = kind == fault_kind_t::reorder || kind == fault_kind_t::delay_spike;
       if (timed && mode == world_mode_t::concurrent) continue;
+      // A preemption is an OS thread's: concurrent mode only.
+      if (kind == fault_kind_t::preempt && mode == world_mode_t::deterministic) continue;
       for (std::uint64_t seed : lci::sim::seeds_from_env(21, 3)) {
         run_options_t options = quiet(seed, mode);
         options.world.faults.rate(kind) = 0.3;
