@@ -36,6 +36,10 @@ void alltoall_x::call_impl(const void* sendbuf, void* recvbuf, size_t size, devi
   const auto block = [size](int rank) { return static_cast<std::size_t>(rank) * size; };
   if (size != 0) {
     std::memcpy(target + block(rank_me), source + block(rank_me), size);
+    // Equivalent mutants: bound. Both schedules deliver every block at any size
+    // (collective_test runs alltoall on both sides of the limit); at exactly short_bytes_max
+    // the mutant takes the stepped one, which differs only in being refused beyond steps_max
+    // (16384) ranks.
     const bool direct = size <= detail::collective::short_bytes_max;
     if (!direct) detail::collective::check_steps(static_cast<std::size_t>(rank_n), "alltoall");
     round_t* round = direct ? &schedule.add_round() : nullptr;

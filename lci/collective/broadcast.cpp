@@ -106,6 +106,9 @@ void add_ring(schedule_t& schedule, void* buffer, std::size_t size, int root, in
 
 broadcast_algorithm_t choose(broadcast_algorithm_t algorithm, std::size_t size, int rank_n) {
   if (algorithm != broadcast_algorithm_t::none) return algorithm;
+  // Equivalent mutants: bound. The limit only picks which of two algorithms, each correct at
+  // any size (collective_test forces each one), runs; at exactly ring_bytes_min the mutant
+  // takes the tree where docs/design/collectives.md's table says the ring.
   if (rank_n > 3 && size >= ring_bytes_min) return broadcast_algorithm_t::ring;
   return broadcast_algorithm_t::tree;
 }

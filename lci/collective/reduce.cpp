@@ -189,6 +189,9 @@ allreduce_algorithm_t choose_allreduce(allreduce_algorithm_t algorithm, std::siz
   if (algorithm != allreduce_algorithm_t::none) return algorithm;
   const bool ring_fits = 2 * static_cast<std::size_t>(rank_n - 1) <= detail::collective::steps_max;
   const bool short_message = size_bytes <= detail::collective::short_bytes_max;
+  // Equivalent mutants: bound. The limit only picks which of two algorithms runs, and both
+  // are correct at count == rank_n (collective_test forces each one): there the mutant takes
+  // the tree where the ring, one item a block, would also do.
   if (short_message || count < static_cast<std::size_t>(rank_n) || !ring_fits) {
     return allreduce_algorithm_t::tree;
   }
