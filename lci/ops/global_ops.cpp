@@ -103,6 +103,11 @@ global_values_t values_of(const global_attr_t& attr) {
 bool global_initialized() {
   // acquire: pairs with the release increment in global_initialize(), so a
   // thread that sees the bracket open sees what was done before it opened.
+  // Stronger than needed today: global_initialize() writes nothing but the
+  // count, and what a caller reads once the bracket is open (the host's
+  // network context, get_rank_me) is published by the host's own creation,
+  // a function-local static's thread-safe initialization.
+  // Equivalent mutants: mo_weaken. Relaxed would do, as above (docs/verification.md).
   return g_global_initialize_count.load(util::mo_acquire) > 0;
 }
 
@@ -110,6 +115,8 @@ bool global_initialized() {
 
 void global_initialize() {
   // release: pairs with the acquire in detail::global_initialized().
+  // Equivalent mutants: mo_weaken. Relaxed would do, as for that acquire: the count is all
+  // this publishes (docs/verification.md).
   detail::g_global_initialize_count.fetch_add(1, util::mo_release);
 }
 
@@ -119,6 +126,8 @@ void global_finalize() {
   // theirs open or close.
   do {
     if (open <= 0) throw std::logic_error("global_finalize: no global_initialize is open");
+    // Equivalent mutants: mo_weaken, mo_to_relaxed. The count is the only state the bracket
+    // has, and a CAS reads its latest value whatever its order (docs/verification.md).
   } while (!detail::g_global_initialize_count.compare_exchange_weak(open, open - 1,
                                                                     util::mo_acq_rel,
                                                                     util::mo_relaxed));
