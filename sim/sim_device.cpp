@@ -15,9 +15,17 @@ namespace lci::sim {
 
 namespace {
 // The preempt fault drawn in this thread's current call (under the port
-// lock), served when the call is done (outside it). Per thread: the threads
-// of a rank share its device.
-thread_local bool t_preempt_pending = false;
+// lock), served twice outside it: when the call is done (the window after
+// it) and when this thread's next call begins, before it takes the lock
+// (the window before it: a peer thread's next lock then orders nothing
+// that this thread did since its last call). Per thread: the threads of a
+// rank share its device.
+thread_local bool t_preempt_after_call = false;
+thread_local bool t_preempt_before_next_call = false;
+
+void preempt_now(const fault_options_t& faults) {
+  std::this_thread::sleep_for(std::chrono::microseconds(faults.preempt_micros));
+}
 }  // namespace
 
 using backend::net_imm_data_t;
@@ -51,6 +59,10 @@ sim_device_t::~sim_device_t() { world_.close_port(port_); }
 // ---- helpers ----
 
 inline void sim_device_t::begin_call() {
+  if (t_preempt_before_next_call) {
+    t_preempt_before_next_call = false;
+    preempt_now(world_.options().faults);
+  }
   if (world_.is_crashed(port_->rank)) throw rank_crashed_t(port_->rank);
   if (world_.run_aborted()) throw run_aborted_t();
 }
@@ -62,9 +74,9 @@ inline void sim_device_t::begin_call() {
 inline void sim_device_t::call_done(const char* what, bool changed) {
   if (!changed) world_.note_quiet_call(port_->rank, what);
   scheduler_t::call_point(what, changed);
-  if (t_preempt_pending) {
-    t_preempt_pending = false;
-    std::this_thread::sleep_for(std::chrono::microseconds(world_.options().faults.preempt_micros));
+  if (t_preempt_after_call) {
+    t_preempt_after_call = false;
+    preempt_now(world_.options().faults);
   }
 }
 
@@ -91,7 +103,8 @@ sim_device_t::call_verdict_t sim_device_t::draw_call_faults() {
   if (draw(fault_kind_t::lock_busy)) return call_verdict_t::busy;
   // Concurrent mode only (sim_faults.hpp).
   if (world_.mode() == world_mode_t::concurrent && draw(fault_kind_t::preempt)) {
-    t_preempt_pending = true;
+    t_preempt_after_call = true;
+    t_preempt_before_next_call = true;
   }
   return call_verdict_t::go;
 }

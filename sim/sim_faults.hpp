@@ -16,9 +16,10 @@
 //   registration_failure  register_memory returns retry_nomem
 //   rank_crash            the calling rank crashes at a backend call (its
 //                         peers see peer_crashed; it gets rank_crashed_t)
-//   preempt               concurrent mode: a call, once done and outside
-//                         every lock, sleeps preempt_micros (its OS thread
-//                         loses the core), so another thread of the rank
+//   preempt               concurrent mode: the calling thread sleeps
+//                         preempt_micros (loses its core) once the call is
+//                         done and again when its next call begins, both
+//                         outside every lock, so another thread of the rank
 //                         runs inside what would be a few-instruction window
 //                         between this thread's calls. Deterministic mode
 //                         never draws it: every call is a scheduling point

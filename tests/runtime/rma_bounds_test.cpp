@@ -15,6 +15,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <initializer_list>
@@ -72,10 +73,15 @@ class window_t {
   lci::rmr_t rmr_;
 };
 
-void run_two_ranks(const std::function<void(lci::sim::rank_env_t&)>& body) {
+lci::sim::sweep_t quiet_sweep() {
   lci::sim::sweep_t sweep;
   sweep.seeds_count = 4;
   sweep.configure = [](lci::sim::run_options_t& options) { options.log = false; };
+  return sweep;
+}
+
+void run_two_ranks(const std::function<void(lci::sim::rank_env_t&)>& body,
+                   const lci::sim::sweep_t& sweep = quiet_sweep()) {
   lci::sim::expect_runs_ok(2, sweep, [&body](lci::sim::rank_env_t& env) {
     lci::g_runtime_init();
     body(env);
@@ -268,7 +274,12 @@ TEST(RmaBounds, StaleKeyFailsOnlyItsOperation) {
 // every put that was done and for no other; and no byte landed after
 // deregister_memory returned (with checked RMA it waits for the accesses it
 // let start; a network that checks keys refuses those that come later).
-TEST(RmaBounds, NothingLandsAfterDeregistration) {
+//
+// With progress_thread, a second thread of rank 1 progresses all along, so
+// the accesses under way finish (and unpin the registration) on either
+// thread while the first waits in deregister_memory; under TSan that checks
+// the pin's release/acquire pair (mr_impl_t::unpin, wait_unpinned).
+void nothing_lands_after_deregistration(bool progress_thread, const lci::sim::sweep_t& sweep) {
   constexpr std::size_t region_bytes = 64 * 1024;
   constexpr int puts_count = 48;
   constexpr std::size_t sizes[] = {8, 1000, 9000, region_bytes};
@@ -289,9 +300,17 @@ TEST(RmaBounds, NothingLandsAfterDeregistration) {
       lci::comp_t cq = lci::alloc_cq();
       std::vector<char> source(region_bytes, 'p');
       for (int i = 0; i < puts_count; ++i) {
-        const std::size_t size = sizes[static_cast<std::size_t>(i) % std::size(sizes)];
+        std::size_t size = sizes[static_cast<std::size_t>(i) % std::size(sizes)];
+        std::uintptr_t offset = 0;
+        if (progress_thread) {
+          // Two threads of the target may now land two puts at once: disjoint
+          // slots, so that only the deregistration can race with a put.
+          const std::size_t slot = region_bytes / puts_count;
+          size = std::min(size, slot);
+          offset = static_cast<std::uintptr_t>(i) * slot;
+        }
         const lci::status_t posted = post_retrying([&] {
-          return lci::post_put_x(target_rank, source.data(), size, cq, 0, all[target_rank])
+          return lci::post_put_x(target_rank, source.data(), size, cq, offset, all[target_rank])
               .remote_comp(rcomp)
               .comp_semantic(lci::comp_semantic_t::network)();
         });
@@ -319,40 +338,70 @@ TEST(RmaBounds, NothingLandsAfterDeregistration) {
       });
       require(sent.is_done(), std::string("the count's send: ") + sent.error.get_str());
     } else {
-      while (lci::cq_pop(signals).is_retry()) (void)lci::progress();
-      int heard = 1;  // the first, before the deregistration
-      lci::deregister_memory(&mr);
-      std::fill(region.begin(), region.end(), 'z');
-      // Progress meanwhile refuses rank 0's later puts and takes the
-      // signals of those already under way.
-      int done_count = -1;
-      lci::comp_t sync = lci::alloc_sync();
-      lci::status_t received = post_retrying([&] {
-        return lci::post_recv(0, &done_count, sizeof(done_count), count_tag, sync);
-      });
-      if (received.is_posted()) lci::sync_wait(sync, &received);
-      lci::free_comp(&sync);
-      for (lci::status_t signal; heard < done_count;) {
-        signal = lci::cq_pop(signals);
-        if (signal.is_retry()) {
-          (void)lci::progress();
-        } else {
-          ++heard;
+      std::atomic<bool> over{false};
+      const auto deregister_and_paint = [&] {
+        while (lci::cq_pop(signals).is_retry()) (void)lci::progress();
+        int heard = 1;  // the first, before the deregistration
+        lci::deregister_memory(&mr);
+        std::fill(region.begin(), region.end(), 'z');
+        // Progress meanwhile refuses rank 0's later puts and takes the
+        // signals of those already under way.
+        int done_count = -1;
+        lci::comp_t sync = lci::alloc_sync();
+        lci::status_t received = post_retrying([&] {
+          return lci::post_recv(0, &done_count, sizeof(done_count), count_tag, sync);
+        });
+        if (received.is_posted()) lci::sync_wait(sync, &received);
+        lci::free_comp(&sync);
+        for (lci::status_t signal; heard < done_count;) {
+          signal = lci::cq_pop(signals);
+          if (signal.is_retry()) {
+            (void)lci::progress();
+          } else {
+            ++heard;
+          }
         }
+        for (std::size_t at = 0; at < region_bytes; ++at) {
+          require(region[at] == 'z', "byte " + std::to_string(at) +
+                                         " was written after deregister_memory returned");
+        }
+        lci::barrier();  // the signals of every done put have come
+        while (lci::cq_pop(signals).is_done()) ++heard;
+        require(heard == done_count, std::to_string(done_count) + " puts done, " +
+                                         std::to_string(heard) + " signals heard");
+        // release: pairs with the progress thread's acquire; nothing follows.
+        over.store(true, std::memory_order_release);
+      };
+      if (!progress_thread) {
+        deregister_and_paint();
+      } else {
+        env.run_threads(2, [&](int thread) {
+          if (thread == 0) return deregister_and_paint();
+          while (!over.load(std::memory_order_acquire)) (void)lci::progress();
+        });
       }
-      for (std::size_t at = 0; at < region_bytes; ++at) {
-        require(region[at] == 'z', "byte " + std::to_string(at) +
-                                       " was written after deregister_memory returned");
-      }
-      lci::barrier();  // the signals of every done put have come
-      while (lci::cq_pop(signals).is_done()) ++heard;
-      require(heard == done_count, std::to_string(done_count) + " puts done, " +
-                                       std::to_string(heard) + " signals heard");
     }
     if (env.rank() == 0) lci::barrier();
     lci::deregister_rcomp(rcomp);
     lci::free_comp(&signals);
-  });
+  }, sweep);
+}
+
+TEST(RmaBounds, NothingLandsAfterDeregistration) {
+  nothing_lands_after_deregistration(false, quiet_sweep());
+}
+
+TEST(RmaBounds, NothingLandsAfterDeregistrationWhileAnotherThreadProgresses) {
+  LCI_SIM_ONLY("injected faults");
+  lci::sim::sweep_t sweep;
+  sweep.seeds_count = 0;  // OS threads only: fibers take turns, so nothing races
+  sweep.configure = [](lci::sim::run_options_t& options) {
+    options.log = false;
+    // The waiting thread loses its core now and then: the other thread's
+    // accesses then finish inside deregister_memory's wait.
+    options.world.faults.rate(lci::sim::fault_kind_t::preempt) = 0.5;
+  };
+  for (int repeat = 0; repeat < 64; ++repeat) nothing_lands_after_deregistration(true, sweep);
 }
 
 }  // namespace
