@@ -111,6 +111,9 @@ inline void lcrq_t::push(void* value) {
   // successor or another pusher appended one first; either way the list (or
   // tail_segment_) advanced.
   for (;;) {
+    // seq_cst: acquire publishes the successor; S also orders this read against a pop's
+    // empty answer, which reads next() too (pop(); cq_litmus_test, two queues in
+    // store-buffering shape).
     segment_t* next = segment->next().load(util::mo_seq_cst);
     if (next != nullptr) {
       segment_t* expected = segment;  // help a lagging tail forward
@@ -169,6 +172,8 @@ inline void* lcrq_t::pop() {
   for (;;) {
     value = segment->dequeue();
     if (value != nullptr) break;
+    // seq_cst: an empty answer must be in S before the link it did not see, or
+    // it and a push that saw the link could both miss the other (cq_litmus_test).
     segment_t* next = segment->next().load(util::mo_seq_cst);
     if (next == nullptr) break;  // empty
     // A successor exists, so the segment is closed. Tickets taken before the

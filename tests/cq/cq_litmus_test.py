@@ -241,6 +241,31 @@ class CqLitmusTest(unittest.TestCase):
     def test_lcrq_old_tail_protected_when_a_pusher_moves_it(self):
         self.assert_old_tail_protected(lcrq_orders()["push_help"])
 
+    def test_lcrq_pop_empty_and_push_successor_in_store_buffering_shape(self):
+        # Two queues, store-buffering shape: T1 pushes to queue A, then pops
+        # from LCRQ B; T2 pushes to B, then pops from A. Both pops empty is
+        # not linearizable (each push would follow the other thread's pop).
+        # B's head segment 1 is closed and drained; a pusher L gets a ticket
+        # from its tail (CLOSED), links segment 2 and stores there. T1's pop
+        # sees that ticket in the tail ([P2], so it takes a ticket, finds the
+        # cell empty, and its dequeue answers empty) and then no successor
+        # (pop's next() load); T2's push reads the successor (push's next()
+        # load) and pushes there. Queue A is cut down to a seq_cst counter:
+        # its push a seq_cst RMW, its empty answer a seq_cst load (both
+        # queues' are). Both next() loads must be in S: either one made
+        # acquire leaves the link's place in S unconstrained, and both pops
+        # answer empty.
+        c, o = crq_orders(), lcrq_orders()
+        self.assertForbidden(
+            {"a": 0, "tail": 1, "next": 0},
+            [[fetch_add("a", 1, "sc"), load("tail", c["P2"], "tail"),
+              load("next", o["pop_next"], "pop_next")],
+             [fetch_add("tail", 1, c["enqueue_ticket"]), cas("next", 0, 2, o["link"])],
+             [load("next", o["push_next"], "push_next"), load("a", "sc", "a")]],
+            lambda r: (r["tail"] == 2 and r["pop_next"] == 0 and r["push_next"] == 2 and
+                       r["a"] == 0),
+            "a pop of B and a pop of A both answer empty after each thread's push")
+
 
 if __name__ == "__main__":
     unittest.main()
