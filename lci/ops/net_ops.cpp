@@ -98,6 +98,8 @@ backend::net_mr_t local_mr(const char* op, const detail::device_impl_t& device, 
   const auto start = reinterpret_cast<std::uintptr_t>(buffer);
   const auto base = reinterpret_cast<std::uintptr_t>(net_mr.base);
   // Subtractions only: no sum of user values can wrap.
+  // Equivalent mutants: bound:0. A start exactly at the registration's end (start - base ==
+  // size) fails the next test anyway: size > 0 = net_mr.size - (start - base).
   if (size > 0 &&
       (start < base || start - base > net_mr.size || size > net_mr.size - (start - base))) {
     throw_argument(op, "buffer: the " + std::to_string(size) +
