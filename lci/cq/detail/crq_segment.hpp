@@ -211,6 +211,13 @@ inline void* crq_segment_t::dequeue() {
   // enqueue_attempts_max such failures it closes the ring, after which the
   // tail only grows by the finitely many late F&As that see CLOSED.
   for (;;) {
+    // Release: [P1] of another dequeue must not see this ticket before the
+    // enqueues that came before it (cq_litmus_test). seq_cst is stronger
+    // than needed, kept with every other counter access (class comment).
+    // Equivalent mutants: mo_weaken. acq_rel would do: no reader of head_ uses this ticket's
+    // place in S. Other tickets are RMWs (the latest value whatever the order); [P1] needs
+    // the release; the enqueue's head check is ordered through the cell's CAS2s (its marker);
+    // the enqueue's full test and fix_state() use only the value (docs/verification.md).
     const std::uint64_t ticket = head_.value.fetch_add(1, util::mo_seq_cst);
     LCI_DEBUG_ASSERT(ticket < crq_closed_bit, "crq head overflow");
     if (void* value = take_cell(ticket)) {
@@ -281,9 +288,14 @@ inline void crq_segment_t::fix_state() {
     if (head <= (tail_raw & ~crq_closed_bit)) return;
     std::uint64_t expected = tail_raw;
     const std::uint64_t desired = head | (tail_raw & crq_closed_bit);
-    // Equivalent mutants: cas_weak, cas_failure. A spurious failure, or a failure value read
-    // with acquire, only repeats the loop, which reads tail_ again (docs/verification.md,
-    // run 5).
+    // Equivalent mutants: cas_weak, cas_failure, mo_weaken, mo_to_relaxed. A spurious
+    // failure, or a failure value read with acquire, only repeats the loop, which reads tail_
+    // again (docs/verification.md, run 5). Relaxed would do for the success order too: the
+    // fixed tail's value is what counts, not its place in S. An enqueue ticket is an RMW and
+    // reads the latest tail; a seq_cst load of tail_ that reads this value is still ordered
+    // before every later seq_cst ticket by from-read; and nothing is published through it (a
+    // dequeue reads head_ [P1] before tail_ [P2], never after). Kept seq_cst with the other
+    // counter accesses (docs/verification.md, "RC11 litmus checks").
     if (tail_.value.compare_exchange_strong(expected, desired, util::mo_seq_cst,
                                             util::mo_seq_cst)) {
       return;
