@@ -110,6 +110,24 @@ inline int h(int count, int count_max) {
 """
 
 
+class Baseline(unittest.TestCase):
+    PASS = "//tests/cq:a_test        PASSED in 0.4s\n//tests/cq:b_test  (cached) PASSED in 0.1s\n"
+
+    def test_passing_tests_are_a_baseline(self):
+        self.assertIsNone(mutate.baseline_problem(self.PASS, 0))
+
+    def test_a_failing_test_stops_the_run(self):
+        output = self.PASS + "//tests/cq:c_test        FAILED in 0.6s\n"
+        self.assertIn("//tests/cq:c_test", mutate.baseline_problem(output, 3))
+
+    def test_an_unbuilt_test_or_a_bazel_error_stops_the_run(self):
+        output = self.PASS + "//tests/cq:d_test        FAILED TO BUILD\n"
+        self.assertIn("//tests/cq:d_test", mutate.baseline_problem(output, 1))
+        self.assertIn("ERROR: no such package",
+                      mutate.baseline_problem("ERROR: no such package 'x'\n", 1))
+        self.assertIsNotNone(mutate.baseline_problem(self.PASS, None))
+
+
 class RecordedRuns(unittest.TestCase):
     """--report and --pending: results recorded at one revision name the
     mutants of a later one by file, operator and text, not by line."""
