@@ -322,6 +322,9 @@ mr_t register_memory_x::call_impl(void* address, std::size_t size, device_t devi
   const auto wait_for_registrations = [&] {
     if (d.raw() || detail::progress_device(d).is_retry()) rt.host().idle("register_memory");
   };
+  // Equivalent mutants: bound. attempts_max (1024, not part of the API) only bounds how long
+  // a refusal is waited out before register_memory gives up; one attempt more is the same
+  // contract with a limit of 1025 (docs/verification.md).
   for (; !taken && attempt < attempts_max; ++attempt) {
     wait_for_registrations();
     taken = d.take_standing_registration();
@@ -334,6 +337,7 @@ mr_t register_memory_x::call_impl(void* address, std::size_t size, device_t devi
         "network's registrations_max is kept for the protocol's writes); deregister some");
   }
   error_t error = d.net().register_memory(address, size, &net_mr);
+  // Equivalent mutants: bound. As for the loop above: one attempt more of the same wait.
   for (; error.is_retry() && attempt < attempts_max; ++attempt) {
     wait_for_registrations();
     error = d.net().register_memory(address, size, &net_mr);
