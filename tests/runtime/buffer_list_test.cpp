@@ -7,6 +7,7 @@
 // returned, through the backlog too.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -425,6 +426,64 @@ TEST(BufferList, BackloggedAndCompNullListsArriveIntact) {
         }
       },
       /*send_queue_full_rate=*/0.5);
+}
+
+// A second thread of each rank progresses all along, so a list's staged
+// operation completes (and drops its reference) on either thread while the
+// posting thread drops its own: whichever is last frees the staging, and
+// under TSan that checks the reference count's acq_rel
+// (lci/protocol/buffer_list.cpp, release()). The sim refuses posts and
+// preempts threads to move completions to the thread that did not post.
+TEST(BufferList, TheLastReferenceDropsOnEitherThread) {
+  LCI_SIM_ONLY("injected faults");
+  lci::sim::sweep_t sweep;
+  sweep.seeds_count = 0;  // OS threads only: fibers take turns, so nothing races
+  sweep.configure = [](lci::sim::run_options_t& options) {
+    options.world.faults.rate(lci::sim::fault_kind_t::send_queue_full) = 0.3;
+    options.world.faults.rate(lci::sim::fault_kind_t::preempt) = 0.2;
+    options.log = false;
+  };
+  lci::sim::expect_runs_ok(2, sweep, [](lci::sim::rank_env_t& env) {
+    lci::g_runtime_init();
+    const int peer = peer_of(env.rank());
+    const std::vector<layout_t> all = layouts();
+    std::atomic<bool> over{false};
+    env.run_threads(2, [&](int thread) {
+      if (thread == 1) {
+        // acquire: pairs with the release below; nothing else is read after.
+        while (!over.load(std::memory_order_acquire)) (void)lci::progress();
+        return;
+      }
+      lci::comp_t sync = lci::alloc_sync();
+      for (int round = 0; round < 120; ++round) {
+        for (std::size_t i = 0; i < all.size(); ++i) {
+          const lci::tag_t tag = static_cast<lci::tag_t>(1000 + round * all.size() + i);
+          const bool sender = env.rank() == 0;
+          pieces_t pieces(sender ? all[i].send : all[i].recv);
+          const std::size_t sent = pieces_t(all[i].send).total();
+          lci::status_t status;
+          if (sender) {
+            pieces.fill(0);
+            status = post_retrying([&] {
+              return lci::post_send_x(peer, nullptr, 0, tag, sync).local_buffers(pieces.list)();
+            });
+          } else {
+            status = post_retrying([&] {
+              return lci::post_recv_x(peer, nullptr, 0, tag, sync).local_buffers(pieces.list)();
+            });
+          }
+          status = wait_for(sync, status);
+          require(status.is_done(), std::string("a list's status ") + status.error.get_str());
+          if (!sender) pieces.expect(peer, sent, "receive into " + describe(all[i].recv));
+        }
+      }
+      lci::free_comp(&sync);
+      // release: pairs with the progress thread's acquire.
+      over.store(true, std::memory_order_release);
+    });
+    lci::barrier();
+    lci::g_runtime_fina();
+  });
 }
 
 }  // namespace
