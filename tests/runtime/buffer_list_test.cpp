@@ -440,7 +440,9 @@ TEST(BufferList, TheLastReferenceDropsOnEitherThread) {
   sweep.seeds_count = 0;  // OS threads only: fibers take turns, so nothing races
   sweep.configure = [](lci::sim::run_options_t& options) {
     options.world.faults.rate(lci::sim::fault_kind_t::send_queue_full) = 0.3;
-    options.world.faults.rate(lci::sim::fault_kind_t::preempt) = 0.2;
+    // Long enough for the other thread to poll the completion meanwhile.
+    options.world.faults.rate(lci::sim::fault_kind_t::preempt) = 0.1;
+    options.world.faults.preempt_micros = 300;
     options.log = false;
   };
   lci::sim::expect_runs_ok(2, sweep, [](lci::sim::rank_env_t& env) {
