@@ -254,4 +254,55 @@ TEST(RecvRegions, AnArrivalDoesNotOvertakeOnesWaitingForAPacket) {
   run_over_regions(ordered_exchange);
 }
 
+// A message of exactly a packet's bytes (no header: its tag fits the
+// immediate) that lands in a region before its receive is posted is kept in
+// a packet whole: the largest arrival arrival_t::keep copies.
+void full_packet_exchange(lci::sim::rank_env_t& env) {
+  lci::g_runtime_init();
+  lci::packet_pool_t pool =
+      lci::alloc_packet_pool_x().packet_size(packet_bytes).npackets(packets_count)();
+  lci::device_t device = lci::alloc_device_x().packet_pool(pool)();
+  constexpr lci::tag_t tag = 3;
+  constexpr int message = 2000;
+  std::vector<char> data(packet_bytes, 0);
+  lci::comp_t sync = lci::alloc_sync();
+  lci::status_t status;
+  if (env.rank() == 0) {
+    for (std::size_t i = 0; i < packet_bytes; ++i) data[i] = byte_of(message, i);
+    status = post_on(device, [&] {
+      return lci::post_send_x(1, data.data(), data.size(), tag, sync).device(device)();
+    });
+    while (status.is_posted() && !lci::sync_test(sync, &status)) {
+      (void)lci::progress_x().device(device)();
+    }
+    require(status.is_done(), "the full packet's send did not complete");
+    lci::barrier();
+  } else {
+    lci::barrier();  // the message has landed in one of rank 1's regions
+    for (int quiet = 0; quiet < quiet_polls;) {
+      quiet = lci::progress_x().device(device)().is_done() ? 0 : quiet + 1;
+    }
+    status = post_on(device, [&] {
+      return lci::post_recv_x(0, data.data(), data.size(), tag, sync).device(device)();
+    });
+    require(status.is_done(), "the receive did not find the full packet's message waiting");
+    require(status.size == packet_bytes, "the full packet's message arrived with size " +
+                                             std::to_string(status.size));
+    for (std::size_t i = 0; i < packet_bytes; ++i) {
+      require(data[i] == byte_of(message, i),
+              "byte " + std::to_string(i) + " of the full packet's message differs");
+    }
+  }
+  lci::free_comp(&sync);
+  drain(device);
+  lci::free_device(&device);
+  lci::free_packet_pool(&pool);
+  lci::g_runtime_fina();
+}
+
+TEST(RecvRegions, AFullPacketWaitingForItsReceiveIsKeptWhole) {
+  LCI_SIM_ONLY("counts on the simulated network's regions");
+  run_over_regions(full_packet_exchange);
+}
+
 }  // namespace
