@@ -86,6 +86,7 @@ class buffer_list_op_t final : public comp_impl_t {
     const std::byte* at = staging_.get();
     for (const buffer_t& buffer : buffers_) {
       if (size == 0) break;
+      // Equivalent mutants: bound. At buffer.size == size both arms are the same value.
       const std::size_t piece = buffer.size < size ? buffer.size : size;
       if (piece > 0) std::memcpy(buffer.base, at, piece);
       at += piece;
@@ -110,6 +111,8 @@ std::size_t total_size(const buffers_t& buffers) {
       throw std::invalid_argument("local_buffers[" + std::to_string(i) +
                                   "]: base = nullptr with size = " + std::to_string(buffer.size));
     }
+    // Equivalent mutants: bound:0. At equality total + buffer.size is SIZE_MAX, which the
+    // second test refuses anyway (as a signed size it is -1).
     if (buffer.size > std::numeric_limits<std::size_t>::max() - total ||
         static_cast<std::int64_t>(total + buffer.size) < 0) {
       throw std::invalid_argument("local_buffers: the sizes overflow at local_buffers[" +
