@@ -89,6 +89,9 @@ error_t send_packet(device_impl_t& device, int rank, const void* head, std::size
 
 error_t send_control(device_impl_t& device, int rank, const void* data, std::size_t size,
                      std::uint32_t imm) {
+  // Equivalent mutants: bound. At exactly inject_size_max the mutant sends the control
+  // message through a packet instead of injecting it: the same bytes arrive, and a refusal
+  // is a retry on either path.
   if (size <= device.inject_size_max()) return device.net().post_sends(rank, data, size, imm);
   return send_packet(device, rank, data, size, nullptr, 0, imm);
 }
