@@ -50,7 +50,8 @@ identity:
 """
 
 import itertools
-from dataclasses import dataclass, field
+import re
+from dataclasses import dataclass, field, replace
 from typing import Callable, Dict, List, Optional, Sequence
 
 ORDERS = ("rlx", "acq", "rel", "acq_rel", "sc")
@@ -209,10 +210,6 @@ def _sequenced_before(events: List[Event]) -> List[int]:
 
 def _values(events: List[Event], rf: Dict[int, int], sb: List[int]) -> bool:
     """Fills in read and written values along sb | rf; False on a cycle (thin air)."""
-    n = len(events)
-    deps = [0] * n  # predecessors that decide an event's values
-    for r, w in rf.items():
-        deps[r] |= 1 << w
     done = [e.op is None or e.op.kind == "store" for e in events]
     for e in events:
         if e.op is None or e.op.kind == "store":
@@ -352,7 +349,9 @@ def executions(init: Dict[str, int], threads: Sequence[Sequence[Op]],
         for combo in itertools.product(*per_loc):
             mo = dict(combo)
             if _consistent(events, sb, rf, mo):
-                yield Execution(events, dict(rf), mo, dict(regs))
+                # A copy: the next candidate overwrites the events' values.
+                yield Execution([replace(e) for e in events], dict(rf), mo,
+                                dict(regs))
 
 
 def exists(init: Dict[str, int], threads: Sequence[Sequence[Op]],
@@ -375,7 +374,6 @@ def order_at(path: str, anchor: str, which: int = -1, occurrence: int = 0,
     `mutated(...) ? mo_a : mo_b`, is the order of every other build). A
     mutated line makes the scenario that reads it check the mutant.
     """
-    import re
     with open(path, encoding="utf-8") as f:
         text = f.read().splitlines()
     hits = [i for i, line in enumerate(text) if anchor in line]
