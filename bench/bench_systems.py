@@ -37,6 +37,8 @@ import sys
 import tempfile
 
 RANK_PREFIX = re.compile(r"^\[\d+\] ")
+# Wraps each rank of a pinned run (System.parallel): cores of its own.
+PIN_RANK = os.path.join(os.path.dirname(os.path.abspath(__file__)), "pin_rank.sh")
 
 
 class RunError(Exception):
@@ -52,6 +54,12 @@ def run_command(command, env_extra, timeout_s):
     env.update(env_extra)
     if "HOME" in env_extra:
         env["HOME"] = tempfile.mkdtemp(dir=env_extra["HOME"])
+    pin_file = None
+    if PIN_RANK in command:
+        # The ranks of this run count their slots in a file of their own.
+        handle, pin_file = tempfile.mkstemp(prefix="lci_bench_pin_")
+        os.close(handle)
+        env["LCI_BENCH_PIN_FILE"] = pin_file
     try:
         done = subprocess.run(command, env=env, stdout=subprocess.PIPE,
                               stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
@@ -59,6 +67,9 @@ def run_command(command, env_extra, timeout_s):
     except subprocess.TimeoutExpired as error:
         raise RunError("timed out after %d s: %s\n%s" % (
             timeout_s + 30, " ".join(command), error.stdout or ""))
+    finally:
+        if pin_file is not None:
+            os.remove(pin_file)
     if done.returncode != 0:
         raise RunError("exit status %d: %s\n%s" % (
             done.returncode, " ".join(command), done.stdout))
@@ -68,35 +79,41 @@ def run_command(command, env_extra, timeout_s):
 class System:
     """How to start a system's programs."""
 
-    def __init__(self, name, bin_dir, launcher, env, single_env=None):
+    def __init__(self, name, bin_dir, launcher, env, single_env=None, pin=False):
         self.name = name
         self.bin_dir = bin_dir
         self.launcher = launcher      # prefix for 2-rank programs
         self.env = env                # environment of every run
         self.single_env = single_env if single_env is not None else env
+        self.pin = pin                # each rank on cores of its own (pin_rank.sh)
 
-    def parallel(self, program, args):
+    def parallel(self, program, args, threads=1):
+        """The command of a multi-rank run whose ranks run `threads` threads."""
         path = program if os.path.isabs(program) else os.path.join(self.bin_dir, program)
-        return self.launcher + [path] + args
+        pin = [PIN_RANK, str(threads)] if self.pin else []
+        return self.launcher + pin + [path] + args
 
 
 def make_system(name, bin_dir, options, private_home, ranks=2):
     provider = {"LCI_ATTR_OFI_PROVIDER_NAME": options.provider}
     timeout = ["timeout", str(options.timeout)]
     n = str(ranks)
+    pin = getattr(options, "pin", False)
     if name in ("ours", "raw"):
         lcirun = options.lcirun
         return System(name, bin_dir, [lcirun, "-n", n, "--timeout", str(options.timeout)],
-                      provider)
+                      provider, pin=pin)
     if name == "upstream":
         lcrun = os.path.join(options.upstream_source, "lcrun")
         env = dict(provider, HOME=private_home)
-        return System(name, bin_dir, timeout + [lcrun, "-n", n], env)
+        return System(name, bin_dir, timeout + [lcrun, "-n", n], env, pin=pin)
     if name == "openmpi":
+        # Open MPI binds each rank to a core itself; pin_rank.sh, started
+        # by the rank, sets its affinity again, to the same rule as the others'.
         return System(name, bin_dir, timeout + ["mpirun.openmpi", "--allow-run-as-root",
-                                                "--oversubscribe", "-np", n], {})
+                                                "--oversubscribe", "-np", n], {}, pin=pin)
     if name == "mpich":
-        return System(name, bin_dir, timeout + ["mpiexec.mpich", "-n", n], {})
+        return System(name, bin_dir, timeout + ["mpiexec.mpich", "-n", n], {}, pin=pin)
     raise SystemExit("bench_systems: unknown system '%s'" % name)
 
 
@@ -259,7 +276,7 @@ def compare_in(options, home):
 
         def command(system):
             program = options.raw_bin if system is raw else "msgrate"
-            return system.parallel(program, args)
+            return system.parallel(program, args, threads)
         jobs.append((runs, command, lambda lines: {key: parse_msgrate(lines)}, True))
 
     for op in ("am", "sendrecv"):
@@ -488,7 +505,7 @@ def run_all_in(options, home):
         for op in ("sendrecv", "am"):
             runs = [s for s in systems if op == "sendrecv" or s.name in ("ours", "upstream")]
             args = msgrate_args(op, threads, "shared", options)
-            jobs.append((runs, (lambda a: lambda s: s.parallel("msgrate", a))(args),
+            jobs.append((runs, (lambda a, t: lambda s: s.parallel("msgrate", a, t))(args, threads),
                          (lambda k: lambda lines: {k: parse_msgrate(lines)})(
                              "msgrate_%s_%d" % (op, threads))))
     jobs.append((systems,
@@ -682,6 +699,10 @@ def main():
         p.add_argument("--command", default="", help="the command to print in results")
         p.add_argument("--threads", default="1,2",
                        help="thread counts of the message-rate runs, e.g. 1,2,4,8")
+        p.add_argument("--pin", action="store_true",
+                       help="run each rank of a multi-rank program on as many cores of its "
+                            "own as it has threads (bench/pin_rank.sh), wrapping around "
+                            "when the machine has fewer")
     compare_parser = sub.choices["compare"]
     compare_parser.add_argument("--ours", required=True)
     compare_parser.add_argument("--upstream", required=True)

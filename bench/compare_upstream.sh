@@ -7,7 +7,7 @@
 #
 # usage: bench/compare_upstream.sh --upstream BUILD [--ours PREFIX] [--work DIR]
 #                                  [--rounds N] [--quick] [--target R]
-#                                  [--threads LIST]
+#                                  [--threads LIST] [--no-pin]
 #   --upstream BUILD  upstream LCI's CMake build directory, built with the
 #                     ofi backend (docs/bench_upstream.md, "Building upstream")
 #   --ours PREFIX     this LCI already installed there (bazel run --config=ofi
@@ -19,6 +19,9 @@
 #                     instead of each target's own goal (below)
 #   --threads LIST    thread counts of the message-rate targets (default 1,2;
 #                     e.g. 1,2,4,8 on a machine with cores for 2 x 8 threads)
+#   --no-pin          let the scheduler place the ranks; by default each rank
+#                     runs on as many cores of its own as it has threads
+#                     (bench/pin_rank.sh), wrapping around when there are fewer
 # Targets and their goals (ours/upstream, paired median), over libfabric
 # shm, 2 processes: 8-byte AM and send/recv rates at 1 and 2 threads with
 # shared and dedicated devices (>= 1.1); AM round-trip latency (<= 1.0);
@@ -44,6 +47,7 @@ ours=
 work=/tmp/lci_compare_upstream
 rounds=5
 extra=()
+pin=(--pin)
 while [ $# -gt 0 ]; do
   case "$1" in
     --upstream) [ $# -ge 2 ] || usage; upstream=$2; shift 2 ;;
@@ -52,6 +56,7 @@ while [ $# -gt 0 ]; do
     --rounds) [ $# -ge 2 ] || usage; rounds=$2; shift 2 ;;
     --target) [ $# -ge 2 ] || usage; extra+=(--target "$2"); shift 2 ;;
     --threads) [ $# -ge 2 ] || usage; extra+=(--threads "$2"); shift 2 ;;
+    --no-pin) pin=(); shift ;;
     --quick) rounds=2; extra+=(--duration 0.15 --bandwidth-duration 0.05 --resource-ops 300000)
       shift ;;
     -h|--help) usage ;;
@@ -93,4 +98,4 @@ exec python3 bench/bench_systems.py compare --rounds "$rounds" \
   --ours "$work/ours" --upstream "$work/upstream" --upstream-build "$upstream" \
   --upstream-source "$upstream_source" --lcirun "$ours/bin/lcirun" \
   --raw-bin "$work/bazel/ofi_raw_msgrate" --resources-bin "$work/bazel/resources" \
-  ${extra[@]+"${extra[@]}"}
+  ${pin[@]+"${pin[@]}"} ${extra[@]+"${extra[@]}"}

@@ -11,7 +11,7 @@
 #
 # usage: bench/run_all.sh --upstream BUILD | --without-upstream
 #                         [--ours PREFIX] [--work DIR] [--out RESULTS_DIR]
-#                         [--rounds N] [--threads LIST]
+#                         [--rounds N] [--threads LIST] [--pin]
 #                         [--collectives [--ranks LIST] [--iterations N]]
 #   --upstream BUILD      upstream LCI's CMake build directory (ofi backend;
 #                         docs/bench_upstream.md, "Building upstream")
@@ -22,6 +22,8 @@
 #   --out RESULTS_DIR     default bench/results/<UTC date>
 #   --rounds N            default 3
 #   --threads LIST        threads per process for the rate (default 1,2)
+#   --pin                 each rank on as many cores of its own as it has
+#                         threads (bench/pin_rank.sh; not with --collectives)
 #   --collectives         the collectives' latency against MPI's instead
 #   --ranks LIST          --collectives: processes per run (default 2,4)
 #   --iterations N        --collectives: timed calls per size below 64 KiB,
@@ -51,6 +53,7 @@ threads=1,2
 collectives=
 ranks=2,4
 iterations=20
+pin=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --upstream) [ $# -ge 2 ] || usage; upstream=$2; shift 2 ;;
@@ -60,6 +63,7 @@ while [ $# -gt 0 ]; do
     --out) [ $# -ge 2 ] || usage; out=$2; shift 2 ;;
     --rounds) [ $# -ge 2 ] || usage; rounds=$2; shift 2 ;;
     --threads) [ $# -ge 2 ] || usage; threads=$2; shift 2 ;;
+    --pin) pin=(--pin); shift ;;
     --collectives) collectives=1; shift ;;
     --ranks) [ $# -ge 2 ] || usage; ranks=$2; shift 2 ;;
     --iterations) [ $# -ge 2 ] || usage; iterations=$2; shift 2 ;;
@@ -116,4 +120,4 @@ if [ -n "$collectives" ]; then
 fi
 exec python3 bench/bench_systems.py all --rounds "$rounds" --threads "$threads" \
   --out "$out" --lcirun "$ours/bin/lcirun" --upstream-source "$upstream_source" \
-  --command "$command_line" "${systems[@]}"
+  --command "$command_line" ${pin[@]+"${pin[@]}"} "${systems[@]}"
