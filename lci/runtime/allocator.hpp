@@ -2,8 +2,12 @@
 // messages, rendezvous AM buffers): set_allocator() installs one for the
 // process; the default is g_allocator_default (malloc/free).
 //
-// Thread safety: allocate()/deallocate() from any thread; set_allocator()
-//                while no runtime allocates (documented precondition).
+// Thread safety: allocate_user_buffer() from any thread; set_user_allocator()
+//                from any thread, also while runtimes run: an allocation
+//                that reads the new allocator calls it fully built. The
+//                previous allocator must outlive the allocations that may
+//                still be using it, and a buffer goes back to the allocator
+//                that made it (the user's to track across a change).
 #pragma once
 
 #include <cstddef>
@@ -13,7 +17,6 @@
 namespace lci::detail {
 
 void* allocate_user_buffer(std::size_t size);
-void deallocate_user_buffer(void* buffer);
 void set_user_allocator(allocator_base_t* allocator);
 allocator_base_t* get_user_allocator();
 
