@@ -313,6 +313,40 @@ TEST(IbvContext, NoDeviceIsAClearError) {
   }
 }
 
+// A rank outside [0, ranks_count) is refused before any device is opened,
+// naming the rank and the range; the last rank in it opens.
+TEST(IbvContext, RankOutsideTheJobIsRefused) {
+  emu_options_t emu;
+  emu_fabric_t fabric(emu);
+  ibv_bootstrap_t bootstrap{[](const void*, std::size_t, void*) {}, [](const char*) {}};
+  for (int rank : {-1, 1, 2}) {
+    try {
+      ibv_context_t context(fabric.verbs(0), rank, 1, bootstrap);
+      ADD_FAILURE() << "a context opened as rank " << rank << " of 1";
+    } catch (const std::invalid_argument& error) {
+      const std::string expected = "rank " + std::to_string(rank) + " outside [0, 1)";
+      EXPECT_NE(std::string(error.what()).find(expected), std::string::npos) << error.what();
+    }
+  }
+  ibv_context_t context(fabric.verbs(0), 0, 1, bootstrap);
+  EXPECT_EQ(context.port_num(), 1);
+}
+
+// A device name that no device has is refused naming it: every listed
+// device is compared, and nothing past the list.
+TEST(IbvContext, UnknownDeviceNameIsAClearError) {
+  emu_options_t emu;
+  emu_fabric_t fabric(emu);
+  ibv_bootstrap_t bootstrap{[](const void*, std::size_t, void*) {}, [](const char*) {}};
+  try {
+    ibv_context_t context(fabric.verbs(0), 0, 1, bootstrap, parse_device_name("nosuch0"));
+    ADD_FAILURE() << "a context opened a device named nosuch0";
+  } catch (const std::runtime_error& error) {
+    EXPECT_NE(std::string(error.what()).find("no RDMA device named 'nosuch0'"), std::string::npos)
+        << error.what();
+  }
+}
+
 // LCI_ATTR_DEVICE_NAME picks the device and, after a colon, its port.
 TEST(IbvContext, DeviceNameSelectsDeviceAndPort) {
   EXPECT_EQ(parse_device_name("mlx5_0").device_name, "mlx5_0");
