@@ -8,12 +8,12 @@
 // their chunks copied by different threads (counted by hand with a print in
 // handle_rdv_chunk, 2026-11-28).
 //
-// Under ThreadSanitizer this does not (yet) catch a relaxed chunk counter
+// Under ThreadSanitizer this does not catch a weakened chunk counter
 // (lci/protocol/rendezvous.cpp, `copied`): none of the three weakenings was
 // reported in 300 receives, so another edge orders the threads there (a
 // lock or read-modify-write both threads take between one's copy and the
-// other's completion, not found). docs/verification.md lists the counter's
-// mutants as open.
+// other's completion, not found). The counter's orders are checked by
+// //tests/runtime:runtime_litmus_test instead.
 #include <gtest/gtest.h>
 
 #include <atomic>

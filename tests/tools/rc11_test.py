@@ -125,6 +125,55 @@ class Rc11Test(unittest.TestCase):
         threads[1][0] = load("y", "acq", "r1")
         self.assertFalse(allowed(init, threads, lambda r: r["r1"] == 1 and r["r2"] == 0))
 
+    def test_data_published_by_release_and_acquire_is_race_free(self):
+        # Message passing with plain data: the flag's release and acquire
+        # order the data's write before its read in every execution where
+        # the read runs after the flag was seen (here unconditionally: a
+        # reader that did not see the flag races, so the check covers the
+        # reader that waits for it by its predicate below).
+        def program(write_order, read_order):
+            return ({"data": 0, "flag": 0},
+                    [[store("data", 1, "na"), store("flag", 1, write_order)],
+                     [load("flag", read_order, "f"), load("data", "na", "d")]])
+        init, threads = program("rel", "acq")
+        # Races exist where the flag was not seen; none where it was.
+        for execution in rc11.executions(init, threads, lambda r: r["f"] == 1):
+            self.assertIsNone(rc11.racing_pair(execution), execution.describe())
+        for write_order, read_order in (("rlx", "acq"), ("rel", "rlx"), ("rlx", "rlx")):
+            init, threads = program(write_order, read_order)
+            racy = [e for e in rc11.executions(init, threads, lambda r: r["f"] == 1)
+                    if rc11.racing_pair(e) is not None]
+            self.assertTrue(racy, f"{write_order}/{read_order}: no race found")
+
+    def test_a_read_before_a_release_races_with_a_reuse_only_without_it(self):
+        # Load buffering with plain data: thread 0 reads a buffer, then
+        # releases it (a counter); thread 1, seeing the release, writes the
+        # buffer. RC11's no-thin-air axiom keeps even the relaxed variant
+        # from reading the later write, but without release and acquire the
+        # read and the write race.
+        def program(release_order, acquire_order):
+            return ({"buffer": 0, "count": 1},
+                    [[load("buffer", "na", "seen"), fetch_add("count", -1, release_order)],
+                     [load("count", acquire_order, "c"), store("buffer", 1, "na")]])
+        init, threads = program("rel", "acq")
+        for execution in rc11.executions(init, threads, lambda r: r["c"] == 0):
+            self.assertIsNone(rc11.racing_pair(execution), execution.describe())
+        init, threads = program("rlx", "rlx")
+        self.assertFalse(allowed(init, threads, lambda r: r["c"] == 0 and r["seen"] == 1))
+        racy = [e for e in rc11.executions(init, threads, lambda r: r["c"] == 0)
+                if rc11.racing_pair(e) is not None]
+        self.assertTrue(racy)
+
+    def test_races_need_a_plain_access_a_write_and_two_threads(self):
+        # Two relaxed writes do not race; a plain write and a relaxed read
+        # do; two plain reads do not; one thread's plain accesses never do.
+        self.assertIsNone(rc11.race({"x": 0}, [[store("x", 1, "rlx")], [store("x", 2, "rlx")]]))
+        self.assertIsNotNone(rc11.race({"x": 0}, [[store("x", 1, "na")], [load("x", "rlx", "r")]]))
+        self.assertIsNone(rc11.race({"x": 0}, [[load("x", "na", "a")], [load("x", "na", "b")]]))
+        self.assertIsNone(rc11.race({"x": 0}, [[store("x", 1, "na"), load("x", "na", "r")]]))
+        # An initial value is written before every thread starts.
+        self.assertIsNone(rc11.race({"x": 0}, [[load("x", "na", "a")], [load("x", "rlx", "b")]]))
+
     def test_order_at_reads_a_source_line(self):
         import tempfile
         with tempfile.NamedTemporaryFile("w", suffix=".hpp", delete=False) as f:

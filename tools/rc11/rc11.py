@@ -25,13 +25,19 @@ locations; every location starts at a given value. Operations:
                               written as one)
 
 Orders: "rlx", "acq", "rel", "acq_rel", "sc" (RMWs take any; loads rlx,
-acq, sc; stores rlx, rel, sc). Registers end with the value the access
-read. `exists(program, predicate)` returns an execution whose registers
-satisfy the predicate, or None when none is consistent: the outcome is
-forbidden.
+acq, sc; stores rlx, rel, sc), and "na" for a non-atomic load or store
+(plain data: a buffer's bytes, a field). Registers end with the value the
+access read. `exists(program, predicate)` returns an execution whose
+registers satisfy the predicate, or None when none is consistent: the
+outcome is forbidden. `race(program)` returns a consistent execution with
+a data race, or None: two accesses of one location by different threads,
+at least one a write and at least one non-atomic, that hb does not order.
+A program with a race has undefined behavior in C++ whatever the values,
+which is how a read that must finish before a buffer is reused (a shape
+that RC11's no-thin-air axiom forbids from reading the later write even
+when relaxed) still shows a missing release or acquire.
 
-Limits: no fences and no non-atomic accesses (the scenarios need neither),
-no control flow (a scenario that follows a branch puts the branch's
+Limits: no fences (the scenarios need none), no control flow (a scenario that follows a branch puts the branch's
 condition into its predicate), and each location's writes are ordered by
 brute force, so a program stays within a dozen or so events.
 
@@ -54,7 +60,7 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import Callable, Dict, List, Optional, Sequence
 
-ORDERS = ("rlx", "acq", "rel", "acq_rel", "sc")
+ORDERS = ("na", "rlx", "acq", "rel", "acq_rel", "sc")
 _ACQUIRE = {"acq", "acq_rel", "sc"}
 _RELEASE = {"rel", "acq_rel", "sc"}
 
@@ -82,9 +88,11 @@ class Op:
     def __post_init__(self):
         assert self.order in ORDERS, f"unknown order {self.order}"
         if self.kind == "load":
-            assert self.order in ("rlx", "acq", "sc"), f"a load cannot be {self.order}"
+            assert self.order in ("na", "rlx", "acq", "sc"), f"a load cannot be {self.order}"
         if self.kind == "store":
-            assert self.order in ("rlx", "rel", "sc"), f"a store cannot be {self.order}"
+            assert self.order in ("na", "rlx", "rel", "sc"), f"a store cannot be {self.order}"
+        if self.kind == "rmw":
+            assert self.order != "na", "a read-modify-write is atomic"
 
 
 def load(loc: str, order: str, reg: str) -> Op:
@@ -128,6 +136,7 @@ class Execution:
     rf: Dict[int, int]  # read event -> write event
     mo: Dict[str, List[int]]  # location -> writes, init first
     registers: Dict[str, int] = field(default_factory=dict)
+    hb: List[int] = field(default_factory=list)  # happens-before, successor bitmasks
 
     def describe(self) -> str:
         lines = []
@@ -241,7 +250,8 @@ def _values(events: List[Event], rf: Dict[int, int], sb: List[int]) -> bool:
 
 
 def _consistent(events: List[Event], sb: List[int], rf: Dict[int, int],
-                mo: Dict[str, List[int]]) -> bool:
+                mo: Dict[str, List[int]]) -> Optional[List[int]]:
+    """The execution's hb when it is consistent, else None."""
     n = len(events)
     mo_rel = [0] * n
     mo_pos = {}
@@ -253,7 +263,7 @@ def _consistent(events: List[Event], sb: List[int], rf: Dict[int, int],
     # atomicity: an RMW directly follows, in mo, the write it reads
     for r, w in rf.items():
         if events[r].is_write and mo_pos[r] != mo_pos[w] + 1:
-            return False
+            return None
     rf_rel = [0] * n
     for r, w in rf.items():
         rf_rel[w] |= 1 << r
@@ -293,12 +303,12 @@ def _consistent(events: List[Event], sb: List[int], rf: Dict[int, int],
     # coherence: hb;eco? irreflexive
     for i in range(n):
         if (hb[i] >> i) & 1:
-            return False
+            return None
         reach = hb[i]
         j = 0
         while reach:
             if reach & 1 and (eco[j] >> i) & 1:
-                return False
+                return None
             reach >>= 1
             j += 1
     # SC: psc over the seq_cst events acyclic
@@ -316,7 +326,7 @@ def _consistent(events: List[Event], sb: List[int], rf: Dict[int, int],
         if e.order == "sc" and e.thread >= 0:
             sc_mask |= 1 << e.index
     psc = [scb[i] & sc_mask if (sc_mask >> i) & 1 else 0 for i in range(n)]
-    return _acyclic(psc)
+    return hb if _acyclic(psc) else None
 
 
 def executions(init: Dict[str, int], threads: Sequence[Sequence[Op]],
@@ -348,10 +358,11 @@ def executions(init: Dict[str, int], threads: Sequence[Sequence[Op]],
             per_loc.append([(loc, init_w + list(p)) for p in itertools.permutations(rest)])
         for combo in itertools.product(*per_loc):
             mo = dict(combo)
-            if _consistent(events, sb, rf, mo):
+            hb = _consistent(events, sb, rf, mo)
+            if hb is not None:
                 # A copy: the next candidate overwrites the events' values.
                 yield Execution([replace(e) for e in events], dict(rf), mo,
-                                dict(regs))
+                                dict(regs), hb)
 
 
 def exists(init: Dict[str, int], threads: Sequence[Sequence[Op]],
@@ -359,6 +370,28 @@ def exists(init: Dict[str, int], threads: Sequence[Sequence[Op]],
     """An RC11-consistent execution satisfying predicate, or None (forbidden)."""
     for execution in executions(init, threads, predicate):
         return execution
+    return None
+
+
+def racing_pair(execution: Execution) -> Optional[tuple]:
+    """Two events of the execution that race (see race()), or None."""
+    events, hb = execution.events, execution.hb
+    for a in events:
+        for b in events[a.index + 1:]:
+            if a.thread < 0 or a.thread == b.thread or a.loc != b.loc:
+                continue
+            if not (a.is_write or b.is_write) or "na" not in (a.order, b.order):
+                continue
+            if not (hb[a.index] >> b.index) & 1 and not (hb[b.index] >> a.index) & 1:
+                return a.index, b.index
+    return None
+
+
+def race(init: Dict[str, int], threads: Sequence[Sequence[Op]]) -> Optional[Execution]:
+    """A consistent execution with a data race, or None (the program is race free)."""
+    for execution in executions(init, threads):
+        if racing_pair(execution) is not None:
+            return execution
     return None
 
 
