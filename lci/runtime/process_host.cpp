@@ -44,6 +44,11 @@ struct process_network_t {
   // release: see g_process_runtime_slot (host.hpp).
   process_network_t() { g_process_runtime_slot.store(&host.g_runtime_slot(), util::mo_release); }
   // Withdrawn before the host (a member) is destroyed.
+  // Equivalent mutants: mo_weaken. A reader that loads the null
+  // dereferences nothing, so the release publishes nothing; one that still
+  // loads the old address would use a host being destroyed, which no order
+  // prevents (no operation may run during the process's exit). Kept release
+  // as every store of the slot (docs/verification.md, runs 42-46).
   ~process_network_t() { g_process_runtime_slot.store(nullptr, util::mo_release); }
   process_network_t(const process_network_t&) = delete;
   process_network_t& operator=(const process_network_t&) = delete;

@@ -34,7 +34,13 @@ runtime_impl_t& resolve_global_runtime();
 inline runtime_impl_t& resolve_runtime(runtime_t runtime) {
   if (runtime.p_impl != nullptr) return *runtime.p_impl;
   // A real process with no simulator: its own host's slot, directly
-  // (g_process_runtime_slot). acquire: as in current_host().
+  // (g_process_runtime_slot).
+  // Equivalent mutants: mo_weaken. The lookup is only compared with null
+  // here: when it is installed, current_host() (resolve_global_runtime)
+  // loads it again, acquire, before calling it, and when it is not, the
+  // slot's own acquire orders what is read next. Acquire is stronger than
+  // needed, kept as every read of the lookup (docs/verification.md, runs
+  // 42-46).
   if (g_host_lookup.load(util::mo_acquire) == nullptr) {
     runtime_impl_t** const slot = g_process_runtime_slot.load(util::mo_acquire);
     if (slot != nullptr && *slot != nullptr) return **slot;

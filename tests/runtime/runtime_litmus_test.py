@@ -63,6 +63,13 @@ def orders():
         "ready": at(source("runtime", "recv_regions.cpp"),
                     "pairs with the acquire exchange in post_ready()", offset=2),
         "take_ready": at(source("runtime", "recv_regions.cpp"), "region.ready.exchange(false"),
+        # set_host_lookup() and current_host()
+        "install_lookup": at(source("runtime", "host.cpp"), "g_host_lookup.store(lookup"),
+        "read_lookup": at(source("runtime", "host.cpp"), "= g_host_lookup.load(util::mo_"),
+        # process_network_t's constructor and resolve_runtime()
+        "publish_slot": at(source("runtime", "process_host.cpp"),
+                           "g_process_runtime_slot.store(&host"),
+        "read_slot": at(source("runtime", "resolve.hpp"), "slot = g_process_runtime_slot.load("),
     }
 
 
@@ -185,6 +192,36 @@ class RuntimeLitmusTest(unittest.TestCase):
               store("last_message", 2, "na")]],
             lambda r: r["arrival"] == 1 and r["taken"] == 1,
             "the network's last write and the region's next use, the arrival released last")
+
+    def test_a_host_lookup_is_called_with_what_its_installer_set_up(self):
+        # A process-mode job (sim/sim_process.cpp) stores its host in a
+        # plain global, then installs the lookup that returns it; a thread
+        # whose operation finds the lookup installed calls it, reading the
+        # global. No other edge need order that thread after the job's
+        # construction: it may have started before, and its first LCI call
+        # goes through current_host(), not through the job's creation guard.
+        o = orders()
+        self.assertRaceFree(
+            {"lookup": 0, "job_host": 0},
+            [[store("job_host", 1, "na"), store("lookup", 1, o["install_lookup"])],
+             [load("lookup", o["read_lookup"], "lookup"), load("job_host", "na", "host")]],
+            lambda r: r["lookup"] == 1,
+            "the job's host and a call of the lookup that returns it")
+
+    def test_a_process_hosts_slot_is_read_after_the_host_is_built(self):
+        # process_host() builds the host (its global-runtime slot set to
+        # null among its fields), then publishes the slot's address; an
+        # operation that names no runtime reads the address, then the slot.
+        # A thread that calls an operation before any runtime exists, while
+        # another thread's first call builds the host, must get the "no
+        # runtime" error, not a race with the host's construction.
+        o = orders()
+        self.assertRaceFree(
+            {"slot_address": 0, "slot": 0},
+            [[store("slot", 0, "na"), store("slot_address", 1, o["publish_slot"])],
+             [load("slot_address", o["read_slot"], "address"), load("slot", "na", "runtime")]],
+            lambda r: r["address"] == 1,
+            "the host's construction and an operation's read of its slot")
 
 
 if __name__ == "__main__":
