@@ -707,5 +707,45 @@ TEST_P(BackendConformance, DeadPeerReportedOncePerDevice) {
   });
 }
 
+// poll_comp fills at most statuses_max entries (every poll of the endpoint
+// checks the entry after them): asked for one completion at a time, a
+// device hands out two dead peers' reports and the faults of sends queued
+// to them one per poll, none lost, none written past the one entry.
+TEST_P(BackendConformance, OneCompletionPerPollWhenAskedForOne) {
+  constexpr int survivors_count = 2;
+  constexpr int ranks_count = 4;
+  constexpr std::size_t sends_per_victim = 4;
+  constexpr std::size_t size_max = 64;
+  if (!GetParam().can_crash) GTEST_SKIP() << "this harness cannot crash a rank";
+  expect_ok(GetParam(), ranks_count, [](rank_ctx_t& ctx) {
+    endpoint_t ep(ctx);
+    ep.set_poll_batch(1);
+    ep.post_recv_buffers(4, size_max);
+    ctx.barrier();
+    if (ep.rank >= survivors_count) ctx.crash();
+    ep.wait_for([&] { return ep.peer_reports().size() == ranks_count - survivors_count; },
+                "both dead peers' reports");
+    std::vector<char> arena(size_max, 'd');
+    const net_mr_t mr = ep.register_region(arena.data(), arena.size());
+    // Posted back to back: their faults wait together for the polls.
+    for (int victim = survivors_count; victim < ranks_count; ++victim) {
+      for (std::size_t i = 0; i < sends_per_victim; ++i) {
+        ep.post("post_send to a dead rank", [&] {
+          return ep.device().post_send(victim, arena.data(), 8, mr, 0, arena.data());
+        });
+      }
+    }
+    const std::size_t faults_count = (ranks_count - survivors_count) * sends_per_victim;
+    ep.wait_for([&] { return ep.local_count() == faults_count; }, "the sends' faults");
+    for (const net_status_t& status : ep.local()) {
+      LCI_CONFORM(status.fault == net_fault_t::peer_crashed && status.rank >= survivors_count,
+                  describe_fault(status));
+    }
+    LCI_CONFORM(ep.peer_reports().size() == ranks_count - survivors_count,
+                "peer_down reports: " << ep.peer_reports().size());
+    ctx.barrier();
+  });
+}
+
 }  // namespace
 }  // namespace lci::conformance

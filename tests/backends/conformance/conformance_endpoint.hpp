@@ -159,10 +159,19 @@ class endpoint_t {
     return multi_releases_count_;
   }
 
+  // How many completions each poll() asks for (poll_batch_max at most;
+  // set before any thread polls).
+  void set_poll_batch(std::size_t batch) {
+    LCI_CONFORM(batch >= 1 && batch <= poll_batch_max, "poll batch " << batch);
+    poll_batch_ = batch;
+  }
+
   int rank = -1;
   int ranks = 0;
 
  private:
+  static constexpr std::size_t poll_batch_max = 16;
+
   // A posted buffer: the index-th of post_recv_buffers or of
   // post_recv_multi_buffers.
   struct recv_ref_t {
@@ -233,6 +242,7 @@ class endpoint_t {
   std::vector<backend::net_status_t> peer_reports_;
   std::vector<recv_ref_t> to_repost_;
   std::size_t retries_count_ = 0;  // statistic, under mutex_
+  std::size_t poll_batch_ = poll_batch_max;
   std::vector<multi_buffer_t> multi_;
   std::size_t multi_releases_count_ = 0;  // under mutex_
   // Last: destroyed (closing the device) before the receive buffers go.
@@ -240,10 +250,12 @@ class endpoint_t {
 };
 
 inline std::size_t endpoint_t::poll() {
-  constexpr std::size_t batch_max = 16;
+  const std::size_t batch_max = poll_batch_;
   // Poisoned first: poll_comp must write every field of what it returns
   // (the runtime passes uninitialised storage), so a field it leaves alone
-  // shows up as the poison in the checks below and in each test's own.
+  // shows up as the poison in the checks below and in each test's own. The
+  // entry after the batch must stay poisoned: poll_comp writes at most
+  // statuses_max entries.
   backend::net_status_t poison;
   poison.opcode = static_cast<backend::net_opcode_t>(0xa5);
   poison.fault = static_cast<backend::net_fault_t>(0xa5);
@@ -255,10 +267,19 @@ inline std::size_t endpoint_t::poll() {
   poison.fault_address = 0xa5a5a5a5;
   poison.buffer_released = true;
   poison.buffer_messages = 0xa5a5a5a5;
-  backend::net_status_t statuses[batch_max];
-  std::fill(statuses, statuses + batch_max, poison);
+  backend::net_status_t statuses[poll_batch_max + 1];
+  std::fill(statuses, statuses + batch_max + 1, poison);
   const std::size_t count = device_->poll_comp(statuses, batch_max);
   LCI_CONFORM(count <= batch_max, "poll_comp returned more than asked: " << count);
+  const backend::net_status_t& after = statuses[batch_max];
+  LCI_CONFORM(after.opcode == poison.opcode && after.fault == poison.fault &&
+                  after.rank == poison.rank && after.user_context == poison.user_context &&
+                  after.buffer == poison.buffer && after.length == poison.length &&
+                  after.imm_data == poison.imm_data &&
+                  after.fault_address == poison.fault_address &&
+                  after.buffer_released == poison.buffer_released &&
+                  after.buffer_messages == poison.buffer_messages,
+              "poll_comp wrote past the " << batch_max << " statuses it was given");
   for (std::size_t i = 0; i < count; ++i) {
     const backend::net_status_t& status = statuses[i];
     LCI_CONFORM(status.opcode <= backend::net_opcode_t::peer_down,
