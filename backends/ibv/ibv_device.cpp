@@ -423,10 +423,12 @@ void ibv_device_t::connect_peers() {
     std::vector<std::uint32_t> rows(ranks * row_size);
     context_.bootstrap().allgather(row, sizeof(row), rows.data());
     if (me < first || me >= first + count) continue;  // this rank's column is in another round
+    // Checked indexing: this runs once per device, and a column or channel
+    // off its row is a bug to stop at, not a QP number to connect to.
     for (std::size_t peer = 0; peer < ranks; ++peer) {
       for (std::size_t c = 0; c < channels_count; ++c) {
-        peers_[peer].channels[c].remote_qp_num =
-            rows[peer * row_size + (me - first) * channels_count + c];
+        peers_[peer].channels.at(c).remote_qp_num =
+            rows.at(peer * row_size + (me - first) * channels_count + c);
       }
     }
   }
@@ -525,6 +527,10 @@ void ibv_device_t::drain() {
       }
     }
     if (!busy) return;
+    // Equivalent mutants: bound. drain_turns_max bounds a wait that a working
+    // network ends long before; one turn more before declaring the sends stuck
+    // changes only when a hung network is reported (docs/verification.md, runs
+    // 42-47).
     LCI_ASSERT(turn < drain_turns_max, "an ibv device's sends never completed at destruction");
     (void)poll_locked(statuses, poll_batch_max);  // completions nobody waits for any more
     try {
@@ -872,6 +878,9 @@ int ibv_device_t::rank_of_qp_num(std::uint32_t qp_num) const {
 std::size_t ibv_device_t::drain_settled(net_status_t* statuses, std::size_t statuses_max) {
   std::size_t count = 0;
   while (count < statuses_max && dead_to_report_ > 0) {
+    // Equivalent mutants: bound. While dead_to_report_ > 0 some peer is dead
+    // and not yet reported, so the loop breaks at that peer before rank reaches
+    // peers_.size() (docs/verification.md, runs 42-47).
     for (std::size_t rank = 0; rank < peers_.size(); ++rank) {
       peer_t& peer = peers_[rank];
       if (!is_dead(peer) || peer.dead_reported) continue;
@@ -938,6 +947,10 @@ bool ibv_device_t::take_send_error(const ibv_wc& wc, op_t* op, net_status_t* sta
       return false;
     }
     if (wc.status == IBV_WC_RETRY_EXC_ERR && !is_dead(peer)) {
+      // Equivalent mutants: bound. probe_rounds_max tunes how many timed-out
+      // probes in a row a silent peer is given; one round more declares the same
+      // peer dead one probe timeout later, and a peer that answers resets the
+      // count either way. It bounds nothing else (docs/verification.md, runs 42-47).
       if (channel.repair_rounds < probe_rounds_max) {
         ++channel.repair_rounds;
         channel.needs_repair.store(true, util::mo_relaxed);  // relaxed: see post_op()
@@ -950,6 +963,10 @@ bool ibv_device_t::take_send_error(const ibv_wc& wc, op_t* op, net_status_t* sta
     release_op(op);
     return false;
   }
+  // Equivalent mutants: bound. repair_rounds_max tunes how many times a send
+  // that timed out while its QP recovers is posted again before the peer
+  // counts as unreachable; one round more reports the same fault one timeout
+  // later. It bounds nothing else (docs/verification.md, runs 42-47).
   const bool not_yet = wc.status == IBV_WC_RETRY_EXC_ERR && channel.recovering &&
                        channel.repair_rounds < repair_rounds_max;
   if ((wc.status == IBV_WC_WR_FLUSH_ERR || not_yet) && !is_dead(peer)) {  // post it again later
@@ -1057,6 +1074,9 @@ void ibv_device_t::check_async_events() {
 // is gone (a crashed process's QPs are destroyed with it).
 // False: the probe was refused (no op or a full send queue); try again.
 bool ibv_device_t::probe_next_peer() {
+  // Equivalent mutants: bound. One try more wraps around to the rank the call
+  // started at, which the round robin probes next anyway; the probe it may
+  // post there is the next call's (docs/verification.md, runs 42-47).
   for (std::size_t tries = 0; tries < peers_.size(); ++tries) {
     const std::size_t rank = probe_next_rank_;
     probe_next_rank_ = (probe_next_rank_ + 1) % peers_.size();
@@ -1181,6 +1201,8 @@ std::size_t ibv_device_t::poll_locked(net_status_t* statuses, std::size_t status
   while (op_t* op = posted_to_dead.pop()) settled_.push(op);
   std::size_t count = drain_settled(statuses, statuses_max);
   int polled = 0;
+  // Equivalent mutants: bound. At count == statuses_max the CQ is asked for
+  // no entries, and poll_cq reads none (docs/verification.md, runs 42-47).
   if (count < statuses_max) {
     ibv_wc wcs[poll_batch_max];
     const int wanted = static_cast<int>(std::min<std::size_t>(statuses_max - count, poll_batch_max));

@@ -86,6 +86,7 @@
 //                is gone).
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -225,7 +226,7 @@ class ibv_device_t final : public backend::net_device_t {
   static constexpr std::size_t rma_channel = 1;
   static constexpr std::size_t channels_count = 2;
   struct peer_t {
-    channel_t channels[channels_count];
+    std::array<channel_t, channels_count> channels;
     std::uint16_t remote_lid = 0;
     ibv_gid remote_gid{};  // addresses the peer on RoCE (Ethernet link layer)
     util::atomic<bool> dead{false};  // unreachable: every operation fails (set by the poller)

@@ -417,10 +417,12 @@ struct emu_fabric_t::impl_t {
   }
 
   // ---- addressing ----
-  // GID `index` of HCA `hca` (options.gid_types names its type).
+  // GID `index` of HCA `hca` (options.gid_types names its type). Checked:
+  // an index past the table is the caller's bug, which an emulator of
+  // hardware for tests should stop at (std::out_of_range).
   ibv_gid gid_of(int hca, std::size_t index) const {
     ibv_gid gid{};
-    if (options.gid_types[index] == IBV_GID_TYPE_ROCE_V2) {
+    if (options.gid_types.at(index) == IBV_GID_TYPE_ROCE_V2) {
       gid.raw[10] = 0xff;  // ::ffff:10.<index>.<hca + 1>
       gid.raw[11] = 0xff;
       gid.raw[12] = 10;
@@ -439,6 +441,9 @@ struct emu_fabric_t::impl_t {
   int route(int hca, const ibv_ah_attr& ah) const {
     if (!options.ethernet) return static_cast<int>(ah.dlid) - 1;
     const ibv_gid_type type = options.gid_types[ah.grh.sgid_index];
+    // Equivalent mutants: bound. HCA hcas_count does not exist: a GID
+    // computed for it routes there, where find_peer() finds no peer, as it
+    // finds none for -1 (docs/verification.md, runs 42-47).
     for (int target = 0; target < options.hcas_count; ++target) {
       for (std::size_t index = 0; index < options.gid_types.size(); ++index) {
         const ibv_gid gid = gid_of(target, index);
@@ -460,6 +465,9 @@ struct emu_fabric_t::impl_t {
   // is connected back to `qp`. Otherwise packets are lost (a timeout).
   emu_qp_t* find_peer(const emu_qp_t* qp) const {
     const int hca = qp->dest_hca;
+    // Equivalent mutants: bound. find_qp() looks the pair up in a map, which
+    // holds no QP of HCA hcas_count: it returns null there as this test does
+    // (docs/verification.md, runs 42-47).
     if (hca < 0 || hca >= options.hcas_count) return nullptr;
     emu_qp_t* peer = find_qp(hca, qp->dest_qp_num);
     if (peer == nullptr) return nullptr;
@@ -572,6 +580,10 @@ emu_fabric_t::impl_t::~impl_t() = default;
 
 void emu_fabric_t::impl_t::deliver_head(emu_qp_t* qp) {
   LCI_ASSERT(qp->state == IBV_QPS_RTS, "a wire event of a QP not in RTS");
+  // Equivalent mutants: bound. Strict already: a wire event is scheduled
+  // only for the WR at next_index of a send queue that holds it, and
+  // next_index moves past a WR only when it takes effect (docs/verification.md,
+  // runs 42-47).
   LCI_ASSERT(qp->next_index < qp->sq.size(), "a wire event with no WR waiting");
   const send_wqe_t& wqe = qp->sq[qp->next_index];
   emu_qp_t* peer = find_peer(qp);
@@ -867,6 +879,9 @@ void emu_fabric_t::impl_t::release_send_slots(emu_cq_t* cq, const cqe_t& cqe) {
 void emu_fabric_t::impl_t::pace(emu_cq_t* cq) {
   cq->idle_epoch = pace_epoch;
   ++paced_empty_polls;
+  // Equivalent mutants: bound. paced_polls_max tunes when virtual time moves
+  // without every polled CQ found empty; one empty poll more moves it one poll
+  // later, as a slower poller would (docs/verification.md, runs 42-47).
   if (paced_empty_polls < options.paced_polls_max) {
     const std::size_t waited_for = cqs.count_if([this](const emu_cq_t& other) {
       return other.polled_epoch + paced_epochs_kept >= pace_epoch &&
@@ -1489,6 +1504,9 @@ int hca_verbs_t::destroy_qp(ibv_qp* qp) {
 // ---- emu_fabric_t ----
 
 emu_fabric_t::emu_fabric_t(const emu_options_t& options) : impl_(new impl_t(options)) {
+  // Equivalent mutants: bound. A table for HCA hcas_count holds only its index
+  // and is never reached: verbs() refuses that index (docs/verification.md,
+  // runs 42-47).
   for (int hca = 0; hca < options.hcas_count; ++hca) {
     impl_->tables.push_back(std::make_unique<hca_verbs_t>(*impl_, hca));
   }

@@ -286,6 +286,69 @@ TEST(IbvDevice, ARefusedDeviceLeavesNothingBehind) {
       {}, emu);
 }
 
+// Devices exchange their QP numbers in allgather rounds of 8 peers
+// (ibv_device_t::connect_peers): with 9 ranks rank 8's column comes in the
+// second round. Every rank then sends to every other one; each message
+// arrives once, on the QP of the rank that sent it.
+TEST(IbvDevice, NineRanksConnectAcrossTwoRounds) {
+  constexpr int ranks = 9;
+  emu_options_t emu;
+  emu.hcas_count = ranks;
+  emu.seed = sim::seed_from_env(91);
+  emu_fabric_t fabric(emu);
+  const sim::run_report_t report =
+      sim::run_ranks(ranks, sim::default_run_options(emu.seed), [&](sim::rank_env_t& env) {
+        ibv_context_t context(
+            fabric.verbs(env.rank()), env.rank(), ranks,
+            ibv_bootstrap_t{[&env](const void* mine, std::size_t bytes,
+                                   void* all) { env.allgather(mine, bytes, all); },
+                            [&env](const char* what) { env.wait(what); }});
+        auto device = context.alloc_device({});
+        constexpr std::size_t slot = 16;
+        std::vector<char> inbox(slot * (ranks - 1));
+        net_mr_t mr;
+        post_retrying(env, *device,
+                      [&] { return device->register_memory(inbox.data(), inbox.size(), &mr); });
+        for (int i = 0; i < ranks - 1; ++i) {
+          post_retrying(env, *device, [&] {
+            return device->post_recv(inbox.data() + i * slot, slot, mr, nullptr);
+          });
+        }
+        env.barrier();  // every receive is posted before any send
+        const std::string text = "from " + std::to_string(env.rank());
+        for (int peer = 0; peer < ranks; ++peer) {
+          if (peer == env.rank()) continue;
+          post_retrying(env, *device, [&] {
+            return device->post_send(peer, text.c_str(), text.size() + 1, net_mr_t{},
+                                     static_cast<backend::net_imm_data_t>(env.rank()),
+                                     reinterpret_cast<void*>(static_cast<std::uintptr_t>(peer + 1)));
+          });
+        }
+        std::vector<net_status_t> statuses;
+        poll_until(env, *device, &statuses,
+                   [&] { return statuses.size() == 2 * (ranks - 1); }, "every message both ways");
+        std::vector<int> heard(ranks, 0);
+        for (const net_status_t& status : statuses) {
+          EXPECT_EQ(status.fault, net_fault_t::none);
+          if (status.opcode != net_opcode_t::recv) continue;
+          const int source = static_cast<int>(status.imm_data);
+          ASSERT_TRUE(source >= 0 && source < ranks && source != env.rank()) << source;
+          EXPECT_EQ(status.rank, source) << "a message arrived on another rank's QP";
+          EXPECT_STREQ(static_cast<const char*>(status.buffer),
+                       ("from " + std::to_string(source)).c_str());
+          ++heard[static_cast<std::size_t>(source)];
+        }
+        for (int peer = 0; peer < ranks; ++peer) {
+          EXPECT_EQ(heard[static_cast<std::size_t>(peer)], peer == env.rank() ? 0 : 1)
+              << "messages from rank " << peer;
+        }
+        env.barrier();
+        device->deregister_memory(&mr);
+        env.barrier();
+      });
+  EXPECT_TRUE(report.ok) << report.report << "\n" << fabric.describe();
+}
+
 TEST(IbvContext, NoDeviceIsAClearError) {
   // A verbs table whose device list is empty, as libibverbs' on a machine
   // without RDMA: the context refuses with a message, never a crash.

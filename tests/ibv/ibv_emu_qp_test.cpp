@@ -100,11 +100,45 @@ TEST(IbvEmuQpState, RefusesValuesOutOfRange) {
   EXPECT_EQ(verbs.modify_qp(pair.a.qp, &rtr, rtr_mask), EINVAL);
   rtr = rtr_attr(0, pair.b.qp->qp_num, 1);  // LID 0 is no destination
   EXPECT_EQ(verbs.modify_qp(pair.a.qp, &rtr, rtr_mask), EINVAL);
+  // A GRH's source GID index names an entry of the port's GID table.
+  rtr = rtr_attr(pair.b.lid, pair.b.qp->qp_num, 1);
+  rtr.ah_attr.is_global = 1;
+  rtr.ah_attr.grh.sgid_index = static_cast<std::uint8_t>(quiet_options().gid_types.size());
+  EXPECT_EQ(verbs.modify_qp(pair.a.qp, &rtr, rtr_mask), EINVAL) << "a GID index past the table";
   rtr = rtr_attr(pair.b.lid, pair.b.qp->qp_num, 1);
   ASSERT_EQ(verbs.modify_qp(pair.a.qp, &rtr, rtr_mask), 0);
   ibv_qp_attr rts = rts_attr(1, 8, 7);  // retry_cnt is 3 bits
   EXPECT_EQ(verbs.modify_qp(pair.a.qp, &rts, rts_mask), EINVAL);
   EXPECT_EQ(pair.a.state(), IBV_QPS_RTR);
+}
+
+// A fabric of N HCAs has verbs tables 0..N-1; asking for another is a bug
+// in the test that asks, stopped at once.
+TEST(IbvEmuFabricDeathTest, VerbsOfAnHcaOutsideTheFabricAreRefused) {
+  emu_options_t emu = quiet_options();
+  emu.hcas_count = 2;
+  emu_fabric_t fabric(emu);
+  EXPECT_NE(&fabric.verbs(0), &fabric.verbs(1));
+  EXPECT_DEATH((void)fabric.verbs(2), "no such emulated HCA");
+  EXPECT_DEATH((void)fabric.verbs(-1), "no such emulated HCA");
+}
+
+// query_gid and query_gid_ex answer for the entries of the port's GID
+// table, and refuse an index past it.
+TEST(IbvEmuGid, QueriesPastTheTableAreEinval) {
+  emu_pair_t pair(quiet_options());
+  verbs_t& verbs = *pair.a.verbs;
+  const int entries = static_cast<int>(quiet_options().gid_types.size());
+  ibv_gid gid{};
+  EXPECT_EQ(verbs.query_gid(pair.a.context, 1, entries - 1, &gid), 0);
+  EXPECT_EQ(verbs.query_gid(pair.a.context, 1, entries, &gid), EINVAL);
+  ibv_gid_entry entry{};
+  EXPECT_EQ(verbs.query_gid_ex(pair.a.context, 1, static_cast<std::uint32_t>(entries - 1), &entry,
+                               0),
+            0);
+  EXPECT_EQ(entry.gid_index, static_cast<std::uint32_t>(entries - 1));
+  EXPECT_EQ(verbs.query_gid_ex(pair.a.context, 1, static_cast<std::uint32_t>(entries), &entry, 0),
+            EINVAL);
 }
 
 TEST(IbvEmuQpState, ErrorIsLeftOnlyThroughReset) {

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -159,11 +160,15 @@ class endpoint_t {
     return multi_releases_count_;
   }
 
-  // How many completions each poll() asks for (poll_batch_max at most;
-  // set before any thread polls).
-  void set_poll_batch(std::size_t batch) {
-    LCI_CONFORM(batch >= 1 && batch <= poll_batch_max, "poll batch " << batch);
-    poll_batch_ = batch;
+  // How many completions poll() asks for: `larger` and `smaller` in turn
+  // (each in [1, poll_batch_max]; set before any thread polls). A backend
+  // that kept more for its next poll than that poll has room for would
+  // write past it then.
+  void set_poll_batches(std::size_t larger, std::size_t smaller) {
+    LCI_CONFORM(smaller >= 1 && smaller <= larger && larger <= poll_batch_max,
+                "poll batches " << larger << ", " << smaller);
+    poll_batches_[0] = larger;
+    poll_batches_[1] = smaller;
   }
 
   int rank = -1;
@@ -242,7 +247,8 @@ class endpoint_t {
   std::vector<backend::net_status_t> peer_reports_;
   std::vector<recv_ref_t> to_repost_;
   std::size_t retries_count_ = 0;  // statistic, under mutex_
-  std::size_t poll_batch_ = poll_batch_max;
+  std::size_t poll_batches_[2] = {poll_batch_max, poll_batch_max};
+  std::atomic<std::size_t> polls_count_{0};  // picks the batch; relaxed, a turn counter
   std::vector<multi_buffer_t> multi_;
   std::size_t multi_releases_count_ = 0;  // under mutex_
   // Last: destroyed (closing the device) before the receive buffers go.
@@ -250,7 +256,7 @@ class endpoint_t {
 };
 
 inline std::size_t endpoint_t::poll() {
-  const std::size_t batch_max = poll_batch_;
+  const std::size_t batch_max = poll_batches_[polls_count_.fetch_add(1, std::memory_order_relaxed) % 2];
   // Poisoned first: poll_comp must write every field of what it returns
   // (the runtime passes uninitialised storage), so a field it leaves alone
   // shows up as the poison in the checks below and in each test's own. The
