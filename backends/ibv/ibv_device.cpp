@@ -750,6 +750,10 @@ error_t ibv_device_t::post_op(const char* what, const post_args_t& args) {
   const error_t accepted = args.silent ? errorcode_t::done : errorcode_t::posted;
   // acquire: pairs with the release in mark_dead() [D]; a peer found dead
   // later fails what this posts through the verbs.
+  // Equivalent mutants: mo_weaken. Stronger than needed: a post that finds the
+  // peer dead reads nothing the poller wrote before marking it; it settles its
+  // own op, which reaches the poller through settled_by_posts_, whose push and
+  // take_all order it [I] (docs/verification.md, runs 42-48).
   if (peer.dead.load(util::mo_acquire)) {  // fails as every operation to that rank does
     op->fault = net_fault_t::peer_crashed;
     settled_by_posts_.push(op);
@@ -911,6 +915,9 @@ void ibv_device_t::mark_dead(int rank) {
   peer_t& peer = peers_[static_cast<std::size_t>(rank)];
   if (is_dead(peer)) return;
   // release: pairs with the acquire in post_op() [D].
+  // Equivalent mutants: mo_weaken. Stronger than needed, as that acquire is:
+  // a post that reads true uses nothing written before this store
+  // (docs/verification.md, runs 42-48).
   peer.dead.store(true, util::mo_release);
   ++dead_to_report_;
   for (channel_t& channel : peer.channels) {

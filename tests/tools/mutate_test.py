@@ -211,6 +211,27 @@ class RecordedRuns(unittest.TestCase):
         self.assertEqual(new[2].status, "equivalent")
         self.assertIn("the argument is wrong", new[2].note)
 
+    def test_a_kill_that_a_newer_run_does_not_repeat_refutes_nothing(self):
+        # A run that "killed" a marked mutant through a test that failed by
+        # chance, and a later run of it that survived: the newer result is
+        # the one that counts, as for unmarked mutants.
+        for m in self.old:
+            m.status = "killed"
+        older = self.record("a.json", "2026-01-01T00:00:00", self.old)
+        again = self.generate(RUN_SOURCE)
+        again[2].status = "survived"
+        newer = self.record("b.json", "2026-01-02T00:00:00", again[2:])
+        marked = RUN_SOURCE.replace("  return count >", "  // Equivalent mutants: bound: a claim.\n  return count >")
+        new = self.generate(marked)
+        mutate.match_results(new, mutate.load_results([older, newer]))
+        self.assertEqual(new[2].status, "equivalent")
+        self.assertNotIn("the argument is wrong", new[2].note)
+        # A kill recorded after the survival refutes it again.
+        latest_kill = self.record("c.json", "2026-01-03T00:00:00", self.old)
+        again_marked = self.generate(marked)
+        mutate.match_results(again_marked, mutate.load_results([older, newer, latest_kill]))
+        self.assertIn("the argument is wrong", again_marked[2].note)
+
 
 if __name__ == "__main__":
     unittest.main()
