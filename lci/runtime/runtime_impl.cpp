@@ -434,6 +434,9 @@ rcomp_t runtime_impl_t::register_rcomp(comp_impl_t* comp, rcomp_t rcomp) {
 
 void runtime_impl_t::deregister_rcomp(rcomp_t rcomp) {
   util::spinlock_guard_t guard(rcomps_lock_);
+  // Equivalent mutants: bound. rcomps_.size() is one past the highest rcomp
+  // ever put, so the slot at rcomp == size() was never set and get() returns
+  // null there: the same refusal (docs/verification.md, runs 42-50).
   if (rcomp == 0 || rcomp >= rcomps_.size() || rcomps_.get(rcomp) == nullptr) {
     throw std::invalid_argument("deregister_rcomp: rcomp = " + std::to_string(rcomp) +
                                 " is not registered");
@@ -442,6 +445,8 @@ void runtime_impl_t::deregister_rcomp(rcomp_t rcomp) {
 }
 
 comp_impl_t* runtime_impl_t::rcomp_target(rcomp_t rcomp) const {
+  // Equivalent mutants: bound. As in deregister_rcomp(): get() of the slot at
+  // size() returns null, as this test does (docs/verification.md, runs 42-50).
   if (rcomp == 0 || rcomp >= rcomps_.size()) return nullptr;
   return rcomps_.get(rcomp);
 }
