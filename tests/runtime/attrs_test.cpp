@@ -198,7 +198,7 @@ TEST(Attrs, RefusedFromSetGDefaultAttr) {
 
 // A device of a net context with max_msg_size takes messages up to it and
 // refuses larger ones; one below the packet size is refused at alloc_device
-// (an eager message travels whole in one packet).
+// (an eager message travels whole in one packet), one equal to it is not.
 TEST(Attrs, MaxMsgSizeBoundsTheNetContextsDevices) {
   constexpr std::size_t limit = 16384;  // over the simulator's 8 KiB packets: rendezvous
   run_two_ranks([](lci::sim::rank_env_t& env) {
@@ -208,6 +208,12 @@ TEST(Attrs, MaxMsgSizeBoundsTheNetContextsDevices) {
                             [&] { lci::alloc_device_x().net_context(small)(); },
                             {"max_msg_size = 1024", "packet_size"});
     lci::free_net_context(&small);
+    // Exactly one packet is enough.
+    const std::size_t packet_size = lci::get_default_packet_pool().get_attr_packet_size();
+    lci::net_context_t exact = lci::alloc_net_context_x().max_msg_size(packet_size)();
+    lci::device_t at_packet = lci::alloc_device_x().net_context(exact)();
+    lci::free_device(&at_packet);
+    lci::free_net_context(&exact);
 
     lci::net_context_t context = lci::alloc_net_context_x().max_msg_size(limit)();
     require(context.get_attr_max_msg_size() == limit, "max_msg_size not kept");
@@ -232,6 +238,33 @@ TEST(Attrs, MaxMsgSizeBoundsTheNetContextsDevices) {
     lci::free_comp(&recv_sync);
     lci::free_device(&device);
     lci::free_net_context(&context);
+  });
+}
+
+// A packet pool's packet_size has a floor (the largest control message):
+// one byte below it is refused naming it, and exactly it is accepted.
+TEST(Attrs, TheSmallestPacketSizeIsAccepted) {
+  run_one_rank([] {
+    lci::g_runtime_init();
+    std::size_t floor = 0;
+    try {
+      lci::packet_pool_t tiny = lci::alloc_packet_pool_x().packet_size(1)();
+      lci::free_packet_pool(&tiny);
+    } catch (const std::invalid_argument& error) {
+      const std::string message = error.what();
+      const std::size_t at = message.find("must be at least ");
+      require(at != std::string::npos, "the refusal names no floor: " + message);
+      floor = std::stoul(message.substr(at + std::string("must be at least ").size()));
+    }
+    require(floor > 1, "packet_size = 1 was accepted");
+    expect_invalid_argument(
+        "packet_size one below the floor",
+        [&] { (void)lci::alloc_packet_pool_x().packet_size(floor - 1)(); },
+        {"packet_size = " + std::to_string(floor - 1)});
+    lci::packet_pool_t smallest = lci::alloc_packet_pool_x().packet_size(floor)();
+    require(smallest.get_attr_packet_size() == floor, "packet_size not kept");
+    lci::free_packet_pool(&smallest);
+    lci::g_runtime_fina();
   });
 }
 
