@@ -23,7 +23,9 @@ std::uint32_t rdv_table_t::add(request_t* request) {
 }
 
 request_t* rdv_table_t::slot_in_use(std::uint32_t id) const {
-  if (id >= slots_.size() || slots_[id] == nullptr) {
+  // The id comes from a peer: the slot is read checked (at()), so that a
+  // bound wrong by one here throws rather than read past the table.
+  if (id >= slots_.size() || slots_.at(id) == nullptr) {
     throw std::logic_error("lci: rendezvous id " + std::to_string(id) + " is not in use");
   }
   return slots_[id];

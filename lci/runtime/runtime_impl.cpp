@@ -354,6 +354,9 @@ void runtime_impl_t::free_matching_engine(matching_engine_impl_t* engine) {
 }
 
 matching_engine_impl_t* runtime_impl_t::matching_engine_at(std::uint32_t index) const {
+  // Equivalent mutants: bound. As for rcomps_: get() of the slot at size(),
+  // never written, returns null, as this test does (docs/verification.md,
+  // runs 42-50).
   if (index >= matching_engine_index_.size()) return nullptr;
   return matching_engine_index_.get(index);
 }
