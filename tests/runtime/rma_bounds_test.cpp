@@ -221,6 +221,14 @@ TEST(RmaBounds, UnknownSizeIsCheckedAtTheTarget) {
       expect_fails_alone("an unsized put of 8192 bytes at 4000", sync, [&] {
         return lci::post_put(target_rank, source.data(), 8192, sync, 4000, unsized);
       });
+      // Ending exactly at the top of memory does not overflow: it goes to the
+      // target, which refuses it like any other access outside the window
+      // (network semantic: an injected put would be done before that).
+      constexpr std::uintptr_t top_disp = std::numeric_limits<std::uintptr_t>::max() - 8;
+      expect_fails_alone("an unsized put of 8 bytes ending at the top of memory", sync, [&] {
+        return lci::post_put_x(target_rank, source.data(), 8, sync, top_disp, unsized)
+            .comp_semantic(lci::comp_semantic_t::network)();
+      });
     }
     lci::barrier();
     if (env.rank() == target_rank) {
