@@ -169,6 +169,103 @@ TEST(IbvDevice, UnreachablePeerFailsNamingItsRankAndIsReportedOnce) {
   });
 }
 
+// Completions with an error are held back until two have come, then
+// returned by one poll_cq (when it has room for both): two peers found dead
+// in the same poll, as a NIC may report them.
+class paired_errors_verbs_t final : public forwarding_verbs_t {
+ public:
+  using forwarding_verbs_t::forwarding_verbs_t;
+  int poll_cq(ibv_cq* cq, int entries_max, ibv_wc* wc) override {
+    const int got = forwarding_verbs_t::poll_cq(cq, entries_max, wc);
+    if (got < 0 || released_) return got;
+    int kept = 0;
+    for (int i = 0; i < got; ++i) {
+      if (wc[i].status == IBV_WC_SUCCESS) {
+        wc[kept++] = wc[i];
+      } else {
+        held_.push_back(wc[i]);
+      }
+    }
+    if (held_.size() >= 2 && entries_max - kept >= static_cast<int>(held_.size())) {
+      for (const ibv_wc& error : held_) wc[kept++] = error;
+      held_.clear();
+      released_ = true;
+    }
+    return kept;
+  }
+  bool released() const { return released_; }
+
+ private:
+  std::vector<ibv_wc> held_;
+  bool released_ = false;
+};
+
+// Two peers found dead by one poll, and the next poll has room for one
+// status: each dead peer's report comes in a poll of its own, and no poll
+// writes past the statuses it was given.
+TEST(IbvDevice, DeadPeersFoundTogetherAreReportedOnePerPollWhenThereIsRoomForOne) {
+  emu_options_t emu;
+  emu.hcas_count = 3;
+  emu.seed = sim::seed_from_env(93);
+  emu_fabric_t fabric(emu);
+  paired_errors_verbs_t paired(fabric.verbs(0));
+  const sim::run_report_t report =
+      sim::run_ranks(3, sim::default_run_options(emu.seed), [&](sim::rank_env_t& env) {
+        verbs_t& verbs = env.rank() == 0 ? static_cast<verbs_t&>(paired)
+                                         : fabric.verbs(env.rank());
+        ibv_context_t context(
+            verbs, env.rank(), 3,
+            ibv_bootstrap_t{[&env](const void* mine, std::size_t bytes,
+                                   void* all) { env.allgather(mine, bytes, all); },
+                            [&env](const char* what) { env.wait(what); }});
+        auto device = context.alloc_device({});
+        if (env.rank() != 0) {
+          device.reset();  // its QPs are gone: this rank is unreachable on this device
+          env.barrier();
+          env.barrier();
+          return;
+        }
+        env.barrier();
+        for (int peer = 1; peer < 3; ++peer) {
+          post_retrying(env, *device, [&] {
+            return device->post_send(peer, "lost", 5, net_mr_t{}, 0,
+                                     reinterpret_cast<void*>(static_cast<std::uintptr_t>(peer)));
+          });
+        }
+        std::vector<net_status_t> statuses;
+        // Room for 8 until both sends' errors came back together (both peers
+        // marked dead in that poll), then room for 1 with a guard after it.
+        for (int turn = 0; !paired.released(); ++turn) {
+          ASSERT_LT(turn, 1'000'000) << "the sends' errors never came";
+          net_status_t batch[8];
+          const std::size_t count = device->poll_comp(batch, 8);
+          statuses.insert(statuses.end(), batch, batch + count);
+          env.wait("the sends' errors");
+        }
+        int reports = 0;
+        for (int turn = 0; reports < 2; ++turn) {
+          ASSERT_LT(turn, 1'000'000) << "the dead peers' reports never came";
+          net_status_t room[2];
+          room[1].rank = -77;  // the guard
+          const std::size_t count = device->poll_comp(room, 1);
+          ASSERT_LE(count, 1u);
+          ASSERT_EQ(room[1].rank, -77) << "poll_comp wrote past the one status it was given";
+          if (count == 1 && room[0].opcode == net_opcode_t::peer_down) ++reports;
+          if (count == 1) statuses.push_back(room[0]);
+          env.wait("the dead peers' reports");
+        }
+        std::vector<int> down(3, 0);
+        for (const net_status_t& status : statuses) {
+          EXPECT_EQ(status.fault, net_fault_t::peer_crashed) << describe_fault(status);
+          if (status.opcode == net_opcode_t::peer_down) ++down[static_cast<std::size_t>(status.rank)];
+        }
+        EXPECT_EQ(down[1], 1);
+        EXPECT_EQ(down[2], 1);
+        env.barrier();
+      });
+  EXPECT_TRUE(report.ok) << report.report << "\n" << fabric.describe();
+}
+
 // A peer that frees one device goes on using another: its goodbye keeps
 // this side's idle twin of the freed device from probing it, so the silence
 // of its destroyed QPs is not taken for a crash (peer_down). Long enough
