@@ -266,6 +266,72 @@ TEST(IbvDevice, DeadPeersFoundTogetherAreReportedOnePerPollWhenThereIsRoomForOne
   EXPECT_TRUE(report.ok) << report.report << "\n" << fabric.describe();
 }
 
+// A verbs table that notes the highest wr_id the device posts to a shared
+// receive queue (its notice receives, posted at construction, take the op
+// table's last ids) and, once armed, reports the next completion with the id
+// just past it: a wr_id the device never gave out.
+class forging_verbs_t final : public forwarding_verbs_t {
+ public:
+  using forwarding_verbs_t::forwarding_verbs_t;
+  int post_srq_recv(ibv_srq* srq, ibv_recv_wr* wr, ibv_recv_wr** bad) override {
+    for (const ibv_recv_wr* w = wr; w != nullptr; w = w->next) {
+      if (w->wr_id > highest_) highest_ = w->wr_id;
+    }
+    return forwarding_verbs_t::post_srq_recv(srq, wr, bad);
+  }
+  int poll_cq(ibv_cq* cq, int entries_max, ibv_wc* wc) override {
+    const int got = forwarding_verbs_t::poll_cq(cq, entries_max, wc);
+    if (armed_ && got > 0) wc[0].wr_id = highest_ + 1;
+    return got;
+  }
+  void arm() { armed_ = true; }
+
+ private:
+  std::uint64_t highest_ = 0;
+  bool armed_ = false;
+};
+
+// A completion naming a wr_id past the op table (a NIC's or a driver's
+// bug) stops the device with an assertion naming it, rather than reading an
+// op past the table.
+void receive_a_forged_completion() {
+  emu_options_t emu;
+  emu.hcas_count = 2;
+  emu.seed = 97;
+  emu_fabric_t fabric(emu);
+  forging_verbs_t forging(fabric.verbs(0));
+  (void)sim::run_ranks(2, sim::default_run_options(emu.seed), [&](sim::rank_env_t& env) {
+    verbs_t& verbs = env.rank() == 0 ? static_cast<verbs_t&>(forging) : fabric.verbs(1);
+    ibv_context_t context(
+        verbs, env.rank(), 2,
+        ibv_bootstrap_t{[&env](const void* mine, std::size_t bytes,
+                               void* all) { env.allgather(mine, bytes, all); },
+                        [&env](const char* what) { env.wait(what); }});
+    auto device = context.alloc_device({});
+    std::vector<char> buffer(64);
+    net_mr_t mr;
+    post_retrying(env, *device,
+                  [&] { return device->register_memory(buffer.data(), buffer.size(), &mr); });
+    if (env.rank() == 0) {
+      post_retrying(env, *device,
+                    [&] { return device->post_recv(buffer.data(), 64, mr, nullptr); });
+    }
+    env.barrier();
+    if (env.rank() == 1) {
+      post_retrying(env, *device,
+                    [&] { return device->post_send(0, "x", 2, net_mr_t{}, 0, nullptr); });
+    } else {
+      forging.arm();
+    }
+    std::vector<net_status_t> statuses;
+    poll_until(env, *device, &statuses, [] { return false; }, "the forged completion");
+  });
+}
+
+TEST(IbvDeviceDeathTest, ACompletionWithAForeignWrIdIsRefused) {
+  EXPECT_DEATH(receive_a_forged_completion(), "a completion with a foreign wr_id");
+}
+
 // A peer that frees one device goes on using another: its goodbye keeps
 // this side's idle twin of the freed device from probing it, so the silence
 // of its destroyed QPs is not taken for a crash (peer_down). Long enough
