@@ -55,6 +55,9 @@ status_t post_rts(const post_args_t& args, rts_kind_t kind, rma_rts_t* rma) {
   if (rma != nullptr) {
     rma->rts = rts;
     // A packet holds an RTS (alloc_packet_pool's minimum).
+    // Equivalent mutants: bound. At equality the data would go after the
+    // RTS instead of in its packet: the same bytes land, through the RTR and a
+    // write, one round trip later (docs/verification.md, runs 42-50).
     error = args.size <= device.packet_payload_max() - sizeof(*rma)
                 ? send_packet(device, args.rank, rma, sizeof(*rma), args.buffer, args.size, imm)
                 : send_control(device, args.rank, rma, sizeof(*rma), imm);

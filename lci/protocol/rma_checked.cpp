@@ -106,6 +106,9 @@ status_t post_checked_get(const post_args_t& args, const net_target_t& target) {
     message.offset = offset;
     // One chunk, or nothing to write (the target answers with a FIN): no
     // registration.
+    // Equivalent mutants: bound. At equality the get would offer its buffer
+    // for a write (or copy mode, when no registration is free) instead of one
+    // chunk: the same bytes land (docs/verification.md, runs 42-50).
     if (recv->status.size <= d.packet_payload_max() - sizeof(rdv_chunk_t)) {
       if (recv->rdv_id == rdv_id_none) {
         hand_over(recv, request_owner_t::thread, request_owner_t::rdv_table);

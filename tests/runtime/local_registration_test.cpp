@@ -98,6 +98,44 @@ void expect_exchanges_ok(bool requires_local_mr) {
   });
 }
 
+// A registration the program made for exactly the buffer covers it: the
+// rendezvous send uses it, the protocol registers nothing more, and a post
+// one byte longer than the registration is refused.
+TEST(LocalRegistration, ARegistrationOfExactlyTheBufferCoversIt) {
+  lci::sim::sweep_t sweep;
+  sweep.seeds_count = 2;
+  sweep.configure = [](lci::sim::run_options_t& options) {
+    options.log = false;
+    options.world.requires_local_mr = true;
+  };
+  lci::sim::expect_runs_ok(2, sweep, [](lci::sim::rank_env_t& env) {
+    lci::g_runtime_init();
+    std::vector<char> message(message_bytes + 1, env.rank() == 0 ? 'x' : 0);
+    lci::comp_t sync = lci::alloc_sync();
+    if (env.rank() == 0) {
+      lci::mr_t mr = lci::register_memory(message.data(), message_bytes);
+      const std::uint64_t before = env.world().registrations_made(env.rank());
+      lci::runtime_test::expect_invalid_argument(
+          "a send one byte past its mr",
+          [&] { return lci::post_send_x(1, message.data(), message_bytes + 1, tag, sync).mr(mr)(); },
+          {"mr: does not cover"});
+      post_retrying(
+          [&] { return lci::post_send_x(1, message.data(), message_bytes, tag, sync).mr(mr)(); });
+      wait_done(sync, "the send from the program's registration");
+      require_registrations(env, before, 0);
+      lci::deregister_memory(&mr);
+    } else {
+      post_retrying([&] { return lci::post_recv(0, message.data(), message_bytes, tag, sync); });
+      wait_done(sync, "the receive");
+      require(std::string(message.data(), message_bytes) == std::string(message_bytes, 'x'),
+              "the message arrived damaged");
+    }
+    lci::barrier();
+    lci::free_comp(&sync);
+    lci::g_runtime_fina();
+  });
+}
+
 TEST(LocalRegistration, RegistersLocalBuffersWhenTheNetworkRequiresIt) {
   LCI_SIM_ONLY("counts the simulator's registrations");
   expect_exchanges_ok(/*requires_local_mr=*/true);
