@@ -221,6 +221,14 @@ TEST(RmaBounds, UnknownSizeIsCheckedAtTheTarget) {
       expect_fails_alone("an unsized put of 8192 bytes at 4000", sync, [&] {
         return lci::post_put(target_rank, source.data(), 8192, sync, 4000, unsized);
       });
+      // Zero bytes at the window's end are inside it.
+      const lci::status_t empty_at_end = wait_for(sync, post_retrying([&] {
+        return lci::post_put_x(target_rank, source.data(), 0, sync, window_bytes, unsized)
+            .comp_semantic(lci::comp_semantic_t::network)();
+      }));
+      require(empty_at_end.is_done(),
+              std::string("an unsized zero-byte put at the window's end: ") +
+                  empty_at_end.error.get_str());
       // Ending exactly at the top of memory does not overflow: it goes to the
       // target, which refuses it like any other access outside the window
       // (network semantic: an injected put would be done before that).
