@@ -213,11 +213,7 @@ TEST(IbvDevice, DeadPeersFoundTogetherAreReportedOnePerPollWhenThereIsRoomForOne
       sim::run_ranks(3, sim::default_run_options(emu.seed), [&](sim::rank_env_t& env) {
         verbs_t& verbs = env.rank() == 0 ? static_cast<verbs_t&>(paired)
                                          : fabric.verbs(env.rank());
-        ibv_context_t context(
-            verbs, env.rank(), 3,
-            ibv_bootstrap_t{[&env](const void* mine, std::size_t bytes,
-                                   void* all) { env.allgather(mine, bytes, all); },
-                            [&env](const char* what) { env.wait(what); }});
+        ibv_context_t context(verbs, env.rank(), 3, bootstrap_of(env));
         auto device = context.alloc_device({});
         if (env.rank() != 0) {
           device.reset();  // its QPs are gone: this rank is unreachable on this device
@@ -302,11 +298,7 @@ void receive_a_forged_completion() {
   forging_verbs_t forging(fabric.verbs(0));
   (void)sim::run_ranks(2, sim::default_run_options(emu.seed), [&](sim::rank_env_t& env) {
     verbs_t& verbs = env.rank() == 0 ? static_cast<verbs_t&>(forging) : fabric.verbs(1);
-    ibv_context_t context(
-        verbs, env.rank(), 2,
-        ibv_bootstrap_t{[&env](const void* mine, std::size_t bytes,
-                               void* all) { env.allgather(mine, bytes, all); },
-                        [&env](const char* what) { env.wait(what); }});
+    ibv_context_t context(verbs, env.rank(), 2, bootstrap_of(env));
     auto device = context.alloc_device({});
     std::vector<char> buffer(64);
     net_mr_t mr;
@@ -461,11 +453,7 @@ TEST(IbvDevice, NineRanksConnectAcrossTwoRounds) {
   emu_fabric_t fabric(emu);
   const sim::run_report_t report =
       sim::run_ranks(ranks, sim::default_run_options(emu.seed), [&](sim::rank_env_t& env) {
-        ibv_context_t context(
-            fabric.verbs(env.rank()), env.rank(), ranks,
-            ibv_bootstrap_t{[&env](const void* mine, std::size_t bytes,
-                                   void* all) { env.allgather(mine, bytes, all); },
-                            [&env](const char* what) { env.wait(what); }});
+        ibv_context_t context(fabric.verbs(env.rank()), env.rank(), ranks, bootstrap_of(env));
         auto device = context.alloc_device({});
         constexpr std::size_t slot = 16;
         std::vector<char> inbox(slot * (ranks - 1));

@@ -24,6 +24,13 @@ using backend::net_opcode_t;
 using backend::net_rmr_t;
 using backend::net_status_t;
 
+// The bootstrap of a simulated rank: the sim's allgather and wait.
+inline ibv_bootstrap_t bootstrap_of(sim::rank_env_t& env) {
+  return ibv_bootstrap_t{
+      [&env](const void* mine, std::size_t bytes, void* all) { env.allgather(mine, bytes, all); },
+      [&env](const char* what) { env.wait(what); }};
+}
+
 // Runs body(rank, env, context) on two ranks over `fabric` (two HCAs),
 // seeded like the fabric; returns the run's trace: the scheduler's and the
 // fabric's hashes mixed.
@@ -34,10 +41,7 @@ inline std::uint64_t run_two_ranks_on(
   const sim::run_report_t report = sim::run_ranks(
       2, sim::default_run_options(seed), [&](sim::rank_env_t& env) {
         ibv_context_t context(fabric.verbs(env.rank()), env.rank(), env.ranks_count(),
-                              ibv_bootstrap_t{[&env](const void* mine, std::size_t bytes,
-                                                     void* all) { env.allgather(mine, bytes, all); },
-                                              [&env](const char* what) { env.wait(what); }},
-                              context_options);
+                              bootstrap_of(env), context_options);
         body(env, context);
       });
   EXPECT_TRUE(report.ok) << report.report << "\n" << fabric.describe();

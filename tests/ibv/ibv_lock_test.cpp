@@ -246,9 +246,7 @@ void run_many_threads(net_ibv_td_t td, std::uint64_t seed) {
   sim::run_options_t options = sim::default_run_options(seed, sim::world_mode_t::concurrent);
   const sim::run_report_t report = sim::run_ranks(2, options, [&](sim::rank_env_t& env) {
     ibv_context_t context(fabric.verbs(env.rank()), env.rank(), env.ranks_count(),
-                          ibv_bootstrap_t{[&env](const void* mine, std::size_t bytes,
-                                                 void* all) { env.allgather(mine, bytes, all); },
-                                          [&env](const char* what) { env.wait(what); }});
+                          bootstrap_of(env));
     net_device_attr_t requested;
     requested.ibv.td = td;
     requested.net_max_sends = 128;

@@ -82,6 +82,15 @@ class RuntimeLitmusTest(unittest.TestCase):
                 self.fail(f"{what}: events #{pair[0]} and #{pair[1]} race:\n"
                           f"{execution.describe()}")
 
+    def assertPublished(self, publish_order, read_order, what):
+        """An object built with plain writes, then its address published;
+        a reader that finds the address reads the object."""
+        self.assertRaceFree(
+            {"address": 0, "object": 0},
+            [[store("object", 1, "na"), store("address", 1, publish_order)],
+             [load("address", read_order, "address"), load("object", "na", "field")]],
+            lambda r: r["address"] == 1, what)
+
     def assertForbidden(self, init, threads, outcome, what):
         execution = rc11.exists(init, threads, outcome)
         if execution is not None:
@@ -201,12 +210,8 @@ class RuntimeLitmusTest(unittest.TestCase):
         # construction: it may have started before, and its first LCI call
         # goes through current_host(), not through the job's creation guard.
         o = orders()
-        self.assertRaceFree(
-            {"lookup": 0, "job_host": 0},
-            [[store("job_host", 1, "na"), store("lookup", 1, o["install_lookup"])],
-             [load("lookup", o["read_lookup"], "lookup"), load("job_host", "na", "host")]],
-            lambda r: r["lookup"] == 1,
-            "the job's host and a call of the lookup that returns it")
+        self.assertPublished(o["install_lookup"], o["read_lookup"],
+                             "the job's host and a call of the lookup that returns it")
 
     def test_a_process_hosts_slot_is_read_after_the_host_is_built(self):
         # process_host() builds the host (its global-runtime slot set to
@@ -216,13 +221,8 @@ class RuntimeLitmusTest(unittest.TestCase):
         # another thread's first call builds the host, must get the "no
         # runtime" error, not a race with the host's construction.
         o = orders()
-        self.assertRaceFree(
-            {"slot_address": 0, "slot": 0},
-            [[store("slot", 0, "na"), store("slot_address", 1, o["publish_slot"])],
-             [load("slot_address", o["read_slot"], "address"), load("slot", "na", "runtime")]],
-            lambda r: r["address"] == 1,
-            "the host's construction and an operation's read of its slot")
-
+        self.assertPublished(o["publish_slot"], o["read_slot"],
+                             "the host's construction and an operation's read of its slot")
 
 if __name__ == "__main__":
     unittest.main()
