@@ -500,6 +500,19 @@ TEST(IbvDevice, NineRanksConnectAcrossTwoRounds) {
   EXPECT_TRUE(report.ok) << report.report << "\n" << fabric.describe();
 }
 
+// Opening a one-rank context over `verbs` with `options` fails with a
+// std::runtime_error whose message has `fragment`.
+void expect_open_refused(verbs_t& verbs, const ibv_context_options_t& options,
+                         const std::string& fragment) {
+  ibv_bootstrap_t bootstrap{[](const void*, std::size_t, void*) {}, [](const char*) {}};
+  try {
+    ibv_context_t context(verbs, 0, 1, bootstrap, options);
+    ADD_FAILURE() << "a context opened; expected a refusal naming \"" << fragment << "\"";
+  } catch (const std::runtime_error& error) {
+    EXPECT_NE(std::string(error.what()).find(fragment), std::string::npos) << error.what();
+  }
+}
+
 TEST(IbvContext, NoDeviceIsAClearError) {
   // A verbs table whose device list is empty, as libibverbs' on a machine
   // without RDMA: the context refuses with a message, never a crash.
@@ -518,13 +531,7 @@ TEST(IbvContext, NoDeviceIsAClearError) {
    private:
     ibv_device* list_[1] = {nullptr};
   } empty(fabric.verbs(0));
-  ibv_bootstrap_t bootstrap{[](const void*, std::size_t, void*) {}, [](const char*) {}};
-  try {
-    ibv_context_t context(empty, 0, 1, bootstrap);
-    ADD_FAILURE() << "a context opened with no device";
-  } catch (const std::runtime_error& error) {
-    EXPECT_NE(std::string(error.what()).find("no RDMA device"), std::string::npos) << error.what();
-  }
+  expect_open_refused(empty, {}, "no RDMA device");
 }
 
 // A rank outside [0, ranks_count) is refused before any device is opened,
@@ -551,14 +558,8 @@ TEST(IbvContext, RankOutsideTheJobIsRefused) {
 TEST(IbvContext, UnknownDeviceNameIsAClearError) {
   emu_options_t emu;
   emu_fabric_t fabric(emu);
-  ibv_bootstrap_t bootstrap{[](const void*, std::size_t, void*) {}, [](const char*) {}};
-  try {
-    ibv_context_t context(fabric.verbs(0), 0, 1, bootstrap, parse_device_name("nosuch0"));
-    ADD_FAILURE() << "a context opened a device named nosuch0";
-  } catch (const std::runtime_error& error) {
-    EXPECT_NE(std::string(error.what()).find("no RDMA device named 'nosuch0'"), std::string::npos)
-        << error.what();
-  }
+  expect_open_refused(fabric.verbs(0), parse_device_name("nosuch0"),
+                      "no RDMA device named 'nosuch0'");
 }
 
 // LCI_ATTR_DEVICE_NAME picks the device and, after a colon, its port.
@@ -577,13 +578,8 @@ TEST(IbvContext, DeviceNameSelectsDeviceAndPort) {
   // is refused when the context queries it, naming the query.
   emu_options_t emu;
   emu_fabric_t fabric(emu);
+  expect_open_refused(fabric.verbs(0), parse_device_name(":2"), "query_port");
   ibv_bootstrap_t bootstrap{[](const void*, std::size_t, void*) {}, [](const char*) {}};
-  try {
-    ibv_context_t context(fabric.verbs(0), 0, 1, bootstrap, parse_device_name(":2"));
-    ADD_FAILURE() << "a context opened port 2 of a one-port HCA";
-  } catch (const std::runtime_error& error) {
-    EXPECT_NE(std::string(error.what()).find("query_port"), std::string::npos) << error.what();
-  }
   ibv_context_t context(fabric.verbs(0), 0, 1, bootstrap, parse_device_name(":1"));
   EXPECT_EQ(context.port_num(), 1);
 }
