@@ -78,12 +78,7 @@ def lcrq_orders():
     }
 
 
-class CqLitmusTest(unittest.TestCase):
-    def assertForbidden(self, init, threads, outcome, what):
-        execution = rc11.exists(init, threads, outcome)
-        if execution is not None:
-            self.fail(f"{what}: RC11 allows it:\n{execution.describe()}")
-
+class CqLitmusTest(unittest.TestCase, rc11.LitmusAssertions):
     def test_faa_array_push_sees_a_head_no_older_than_its_tail(self):
         # Capacity 1, holding one value. A thread pops it and pushes another;
         # a pusher whose [A1] reads the new tail and whose [A2] reads the head

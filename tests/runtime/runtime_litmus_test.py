@@ -73,15 +73,7 @@ def orders():
     }
 
 
-class RuntimeLitmusTest(unittest.TestCase):
-    def assertRaceFree(self, init, threads, goes_on, what):
-        """No execution where the thread goes on (predicate) has a race."""
-        for execution in rc11.executions(init, threads, goes_on):
-            pair = rc11.racing_pair(execution)
-            if pair is not None:
-                self.fail(f"{what}: events #{pair[0]} and #{pair[1]} race:\n"
-                          f"{execution.describe()}")
-
+class RuntimeLitmusTest(unittest.TestCase, rc11.LitmusAssertions):
     def assertPublished(self, publish_order, read_order, what):
         """An object built with plain writes, then its address published;
         a reader that finds the address reads the object."""
@@ -90,11 +82,6 @@ class RuntimeLitmusTest(unittest.TestCase):
             [[store("object", 1, "na"), store("address", 1, publish_order)],
              [load("address", read_order, "address"), load("object", "na", "field")]],
             lambda r: r["address"] == 1, what)
-
-    def assertForbidden(self, init, threads, outcome, what):
-        execution = rc11.exists(init, threads, outcome)
-        if execution is not None:
-            self.fail(f"{what}: RC11 allows it:\n{execution.describe()}")
 
     def test_a_finished_backlog_step_is_seen_with_the_operation_it_put_in_flight(self):
         # A backlogged step runs on a progressing thread: it arms its

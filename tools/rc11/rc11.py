@@ -395,6 +395,25 @@ def race(init: Dict[str, int], threads: Sequence[Sequence[Op]]) -> Optional[Exec
     return None
 
 
+class LitmusAssertions:
+    """Assertions for a unittest.TestCase that checks litmus programs
+    (mix in beside it): each failure shows the execution that breaks it."""
+
+    def assertForbidden(self, init, threads, outcome, what):
+        """No consistent execution's registers satisfy outcome."""
+        execution = exists(init, threads, outcome)
+        if execution is not None:
+            self.fail(f"{what}: RC11 allows it:\n{execution.describe()}")
+
+    def assertRaceFree(self, init, threads, goes_on, what):
+        """No consistent execution whose registers satisfy goes_on races."""
+        for execution in executions(init, threads, goes_on):
+            pair = racing_pair(execution)
+            if pair is not None:
+                self.fail(f"{what}: events #{pair[0]} and #{pair[1]} race:\n"
+                          f"{execution.describe()}")
+
+
 def order_at(path: str, anchor: str, which: int = -1, occurrence: int = 0,
              lines: int = 1, offset: int = 0) -> str:
     """The memory order written on a source line that contains anchor.
