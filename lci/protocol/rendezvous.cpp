@@ -358,8 +358,12 @@ void handle_rdv_chunk(device_impl_t& device, int rank, std::uint32_t rdv_id,
                       const rdv_chunk_t& chunk, const void* data, std::size_t size) {
   request_t* recv = device.rdv_table().at(rdv_id);
   LCI_ASSERT(recv->owner == request_owner_t::rdv_table, "a chunk for a request the table lost");
-  // The bytes go where the chunk says: only inside the receive it names.
-  if (recv->kind != request_kind_t::recv || chunk.offset > recv->status.size ||
+  // The bytes go where the chunk says: only inside the receive it names. A
+  // chunk carries at least a byte (copy_rdv_data() sends none empty).
+  // Equivalent mutants: bound:0. At offset == the receive's size, a chunk of
+  // no bytes is refused as empty and any other by the room test below
+  // (docs/verification.md, runs 42-50).
+  if (recv->kind != request_kind_t::recv || size == 0 || chunk.offset > recv->status.size ||
       size > recv->status.size - chunk.offset) {
     throw std::runtime_error("lci: a corrupt rendezvous chunk from rank " + std::to_string(rank) +
                              ": " + std::to_string(size) + " bytes at offset " +

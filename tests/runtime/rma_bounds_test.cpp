@@ -130,6 +130,11 @@ void refuse_out_of_bounds(const lci::rmr_t& rmr, lci::comp_t sync) {
   expect_invalid_argument("200 bytes from a base moved 4000 bytes in",
                           [&] { (void)lci::post_put(target_rank, buffer, 200, sync, 0, moved); },
                           {"remote_disp = 0", "size = 200", "rmr.base is 4000 bytes into it"});
+  lci::rmr_t at_end = rmr;
+  at_end.base += window_bytes;  // moved to the region's end: room for nothing
+  expect_invalid_argument("a byte from a base moved to the region's end",
+                          [&] { (void)lci::post_put(target_rank, buffer, 1, sync, 0, at_end); },
+                          {"remote_disp = 0", "size = 1", "ends past"});
   lci::rmr_t before = rmr;
   before.base -= 1;
   expect_invalid_argument("a base before the region",
