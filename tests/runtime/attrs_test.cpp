@@ -268,6 +268,29 @@ TEST(Attrs, TheSmallestPacketSizeIsAccepted) {
   });
 }
 
+// The smallest pool: one packet, which a device on it still posts as a
+// receive (a device gets one whatever the pool's receive share) where the
+// network takes packets as receives; closing the device drops that receive,
+// every packet of the pool, and the pool frees.
+TEST(Attrs, APoolOfOnePacketServesADevice) {
+  lci::sim::sweep_t sweep;
+  sweep.seeds_count = 1;
+  sweep.concurrent = false;
+  sweep.configure = [](lci::sim::run_options_t& options) {
+    options.log = false;
+    options.world.multi_recv = false;  // receives are the pool's packets
+  };
+  lci::sim::expect_runs_ok(1, sweep, [](lci::sim::rank_env_t&) {
+    lci::g_runtime_init();
+    lci::packet_pool_t pool = lci::alloc_packet_pool_x().npackets(1)();
+    lci::device_t device = lci::alloc_device_x().packet_pool(pool)();
+    (void)lci::progress_x().device(device)();  // the receives are posted by now
+    lci::free_device(&device);
+    lci::free_packet_pool(&pool);
+    lci::g_runtime_fina();
+  });
+}
+
 // A device of a net context with max_inject_size injects no more: a put
 // of that size completes inside the post (done), one byte more is posted
 // and completes through its synchronizer.
