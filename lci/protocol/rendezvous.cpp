@@ -360,10 +360,11 @@ void handle_rdv_chunk(device_impl_t& device, int rank, std::uint32_t rdv_id,
   LCI_ASSERT(recv->owner == request_owner_t::rdv_table, "a chunk for a request the table lost");
   // The bytes go where the chunk says: only inside the receive it names. A
   // chunk carries at least a byte (copy_rdv_data() sends none empty).
-  // Equivalent mutants: bound:0. At offset == the receive's size, a chunk of
-  // no bytes is refused as empty and any other by the room test below
+  // Equivalent mutants: bound. At offset == the receive's size, a chunk of no
+  // bytes is refused as empty and any other by the room test below
   // (docs/verification.md, runs 42-50).
-  if (recv->kind != request_kind_t::recv || size == 0 || chunk.offset > recv->status.size ||
+  const bool starts_inside = chunk.offset <= recv->status.size;
+  if (recv->kind != request_kind_t::recv || size == 0 || !starts_inside ||
       size > recv->status.size - chunk.offset) {
     throw std::runtime_error("lci: a corrupt rendezvous chunk from rank " + std::to_string(rank) +
                              ": " + std::to_string(size) + " bytes at offset " +
