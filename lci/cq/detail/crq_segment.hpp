@@ -29,6 +29,7 @@
 // compares tail with its ticket) assumes one total order over them.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 
@@ -57,6 +58,9 @@ inline constexpr std::uint64_t crq_index_mask = ~crq_safe_bit;
 // Failed tickets after which an enqueuer closes the ring (the paper's
 // starvation test): the next enqueue goes to a fresh segment instead.
 inline constexpr int enqueue_attempts_max = 16;
+// crq_segment_t::cell_of(): consecutive tickets spread over 2^3 = 8 blocks
+// of the ring (fewer in a ring of fewer than 8 cells).
+inline constexpr unsigned cells_spread_bits_max = 3;
 
 // A counter alone on its cache line.
 struct alignas(util::cache_line_bytes) crq_counter_t {
@@ -71,7 +75,9 @@ class crq_segment_t {
   explicit crq_segment_t(std::size_t ring_size)
       : ring_size_(ring_size),
         ring_mask_(ring_size - 1),
-        cells_(new util::atomic_u64_pair[ring_size]) {
+        cells_(new util::atomic_u64_pair[ring_size]),
+        spread_bits_(std::min(cells_spread_bits_max, ring_bits(ring_size))),
+        spread_shift_(ring_bits(ring_size) - spread_bits_) {
     LCI_ASSERT(ring_size >= 2, "crq ring_size must be at least 2");
     LCI_ASSERT((ring_size & (ring_size - 1)) == 0,
                "crq ring_size must be a power of two");
@@ -111,6 +117,10 @@ class crq_segment_t {
  private:
   void* take_cell(std::uint64_t ticket);
   void fix_state();
+  util::atomic_u64_pair& cell_of(std::uint64_t ticket) const;
+  static unsigned ring_bits(std::size_t ring_size) {
+    return static_cast<unsigned>(__builtin_ctzll(ring_size));
+  }
 
   crq_counter_t head_;  // dequeuers F&A it
   crq_counter_t tail_;  // enqueuers F&A it; bit 63 = CLOSED
@@ -121,9 +131,28 @@ class crq_segment_t {
   alignas(util::cache_line_bytes) const std::size_t ring_size_;
   const std::uint64_t ring_mask_;
   util::atomic_u64_pair* const cells_;
+  // cell_of(): how many low ticket bits pick the cell's block, and where.
+  const unsigned spread_bits_;
+  const unsigned spread_shift_;
 };
 static_assert(alignof(crq_segment_t) == util::cache_line_bytes,
               "head, tail and next of a segment sit on separate lines");
+
+// The cell of a ticket: a fixed permutation of ticket mod ring_size, so
+// the algorithm (which only needs tickets t and t + ring_size to share a
+// cell, and no others) is unchanged. Consecutive tickets go to cells
+// ring_size / 8 apart: threads that take neighbouring tickets at once (every
+// pusher and popper of a busy queue) then write different lines, where with
+// t mod ring_size four of them shared each 64-byte line and the line pair
+// the adjacent-line prefetcher moves together. Tickets t and t + 8 share a
+// line. Against padding each cell to 128 bytes, as the paper's code does,
+// this keeps the ring at 16 bytes a cell (docs/design/cq.md, "Layout";
+// measured in docs/bench_upstream.md, "The LCRQ's cells, 2026-11-28").
+inline util::atomic_u64_pair& crq_segment_t::cell_of(std::uint64_t ticket) const {
+  const std::uint64_t residue = ticket & ring_mask_;
+  const std::uint64_t block = residue & ((std::uint64_t{1} << spread_bits_) - 1);
+  return cells_[(block << spread_shift_) | (residue >> spread_bits_)];
+}
 
 inline void crq_segment_t::reset(void* first_value) {
   const auto first_bits = reinterpret_cast<std::uintptr_t>(first_value);
@@ -133,11 +162,11 @@ inline void crq_segment_t::reset(void* first_value) {
   tail_.value.store(first_value != nullptr ? 1 : 0, util::mo_relaxed);
   next_.store(nullptr, util::mo_relaxed);
   retired_next_.store(nullptr, util::mo_relaxed);
-  cells_[0].init({crq_safe_bit | 0, first_bits});
+  cell_of(0).init({crq_safe_bit | 0, first_bits});
   for (std::uint64_t i = 1; i < ring_size_; ++i) {
-    cells_[i].init({crq_safe_bit | i, 0});
+    cell_of(i).init({crq_safe_bit | i, 0});
   }
-  LCI_DEBUG_ASSERT(cells_[ring_mask_].load_lo() == (crq_safe_bit | ring_mask_),
+  LCI_DEBUG_ASSERT(cell_of(ring_mask_).load_lo() == (crq_safe_bit | ring_mask_),
                    "reset left a cell with a wrong index");
 }
 
@@ -149,7 +178,7 @@ inline bool crq_segment_t::enqueue(void* value) {
     const std::uint64_t tail_raw = tail_.value.fetch_add(1, util::mo_seq_cst);
     if ((tail_raw & crq_closed_bit) != 0) return false;
     const std::uint64_t ticket = tail_raw;
-    util::atomic_u64_pair& cell = cells_[ticket & ring_mask_];
+    util::atomic_u64_pair& cell = cell_of(ticket);
     const std::uint64_t hi = cell.load_hi();
     const std::uint64_t lo = cell.load_lo();
     // An empty cell whose index is not ahead of us, and either safe or no
@@ -243,7 +272,7 @@ inline void* crq_segment_t::dequeue() {
 // The paper's dequeue inner loop on the cell of `ticket`: take the value
 // stored for this ticket, or make sure no enqueuer can store it later.
 inline void* crq_segment_t::take_cell(std::uint64_t ticket) {
-  util::atomic_u64_pair& cell = cells_[ticket & ring_mask_];
+  util::atomic_u64_pair& cell = cell_of(ticket);
   const std::uint64_t next_lap = ticket + ring_size_;
   // No livelock: a CAS2 fails only if another thread changed the cell, and
   // while the index stays <= ticket a cell can change only a bounded number of
