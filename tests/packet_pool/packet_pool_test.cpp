@@ -137,8 +137,8 @@ TEST(PacketPool, OwnsOnlyPayloadStarts) {
 
 // payload_containing maps every byte of a packet's payload to that payload
 // and every header or padding byte to nullptr, for strides that are powers
-// of two and strides that are not (its division is a multiply-high by the
-// stride's reciprocal): checked byte by byte against the layout.
+// of two and strides that are not (it takes the address's offset modulo
+// the stride): checked byte by byte against the layout.
 TEST(PacketPool, PayloadContainingFindsEveryPayloadByte) {
   for (const std::size_t packet_size : {std::size_t{64}, std::size_t{100}, std::size_t{960},
                                         std::size_t{8192}, std::size_t{8256}}) {
