@@ -35,7 +35,6 @@ int initialized() { return initialized_; }
 
 }  // namespace fake_pmix
 
-
 extern "C" {
 
 pmix_status_t PMIx_Init(pmix_proc_t* proc, pmix_info_t*, size_t) {
