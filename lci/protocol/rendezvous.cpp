@@ -358,18 +358,22 @@ void handle_rdv_chunk(device_impl_t& device, int rank, std::uint32_t rdv_id,
                       const rdv_chunk_t& chunk, const void* data, std::size_t size) {
   request_t* recv = device.rdv_table().at(rdv_id);
   LCI_ASSERT(recv->owner == request_owner_t::rdv_table, "a chunk for a request the table lost");
+  // Read before this chunk's bytes are counted: once they are, another
+  // thread's chunk may make the count whole, complete the receive and give
+  // its request back to the pool, where any thread takes it again.
+  const std::size_t total = recv->status.size;
   // The bytes go where the chunk says: only inside the receive it names. A
   // chunk carries at least a byte (copy_rdv_data() sends none empty).
   // Equivalent mutants: bound. At offset == the receive's size, a chunk of no
   // bytes is refused as empty and any other by the room test below
   // (docs/verification.md, runs 42-50).
-  const bool starts_inside = chunk.offset <= recv->status.size;
+  const bool starts_inside = chunk.offset <= total;
   if (recv->kind != request_kind_t::recv || size == 0 || !starts_inside ||
-      size > recv->status.size - chunk.offset) {
+      size > total - chunk.offset) {
     throw std::runtime_error("lci: a corrupt rendezvous chunk from rank " + std::to_string(rank) +
                              ": " + std::to_string(size) + " bytes at offset " +
                              std::to_string(chunk.offset) + " of a receive of " +
-                             std::to_string(recv->status.size));
+                             std::to_string(total));
   }
   // A crash of the sender failed it: the buffer may be the user's again.
   // (A crash between this check and the copy below is the window the
@@ -380,12 +384,14 @@ void handle_rdv_chunk(device_impl_t& device, int rank, std::uint32_t rdv_id,
   // completes the receive; acquire, on that thread, sees every other
   // chunk's bytes before the completion object hears of them.
   const std::size_t before = recv->copied.fetch_add(size, util::mo_acq_rel);
-  if (before + size > recv->status.size) {
+  // From here on `recv` is read only by the thread whose chunk made the
+  // count whole (see `total`).
+  if (before + size > total) {
     throw std::runtime_error("lci: a corrupt rendezvous chunk from rank " + std::to_string(rank) +
-                             ": more bytes than the receive's " +
-                             std::to_string(recv->status.size) + " (a chunk twice?)");
+                             ": more bytes than the receive's " + std::to_string(total) +
+                             " (a chunk twice?)");
   }
-  if (before + size == recv->status.size) handle_rdv_done(device, rank, rdv_id);
+  if (before + size == total) handle_rdv_done(device, rank, rdv_id);
 }
 
 }  // namespace lci::detail

@@ -4,16 +4,28 @@
 //
 // The simulator preempts threads around their network calls (fault
 // `preempt`), so that the parts of a message spread over both threads: in
-// one run of the rendezvous test below, 30 of its 300 two-chunk receives had
-// their chunks copied by different threads (counted by hand with a print in
-// handle_rdv_chunk, 2026-11-28).
+// one run of the rendezvous test below, 259 of its 1000 two-chunk receives
+// had their chunks copied by different threads, 677 under ThreadSanitizer
+// (counted by hand with a print in handle_rdv_chunk).
 //
-// Under ThreadSanitizer this does not catch a weakened chunk counter
-// (lci/protocol/rendezvous.cpp, `copied`): none of the three weakenings was
-// reported in 300 receives, so another edge orders the threads there (a
-// lock or read-modify-write both threads take between one's copy and the
-// other's completion, not found). The counter's orders are checked by
-// //tests/runtime:runtime_litmus_test instead.
+// Every call is preempted (rate 1): the thread that copied a receive's first
+// chunk then sleeps before its next call, whose lock would order it before
+// the other thread, while the other thread copies the last chunk, completes
+// the receive and posts the next one, which takes the same request from the
+// pool. ThreadSanitizer so sees any read of the request made after a chunk
+// was counted: handle_rdv_chunk once read the receive's size after counting
+// its bytes; CI's ThreadSanitizer pass caught that once, here and in
+// //tests/soak:soak_sim_test, after many green runs. With that read put back,
+// this test fails 10 runs of 10 under ThreadSanitizer; at the earlier rate
+// of 0.3 and 300 receives it failed 0 of 20 (1 of 20 on a loaded machine).
+//
+// The same sleep lets ThreadSanitizer see a weakened chunk counter
+// (lci/protocol/rendezvous.cpp, `copied`): relaxed, release-only and
+// acquire-only each failed 5 runs of 5 (the other thread's copy against the
+// completing thread's handover or the user's read of the buffer). At the
+// earlier rate none of the three was reported in 300 receives: the lock of
+// the first thread's next call ordered it. The counter's orders are also
+// checked by //tests/runtime:runtime_litmus_test.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -35,8 +47,8 @@ lci::sim::sweep_t two_threads_preempted(const std::function<void(lci::sim::run_o
   sweep.seeds_count = 0;  // OS threads only: fibers take turns, so nothing races
   sweep.configure = [more](lci::sim::run_options_t& options) {
     options.log = false;
-    options.world.faults.rate(lci::sim::fault_kind_t::preempt) = 0.3;
-    options.world.faults.preempt_micros = 100;
+    options.world.faults.rate(lci::sim::fault_kind_t::preempt) = 1.0;
+    options.world.faults.preempt_micros = 50;
     more(options);
   };
   return sweep;
@@ -52,7 +64,7 @@ char byte_of(int round, std::size_t at) { return static_cast<char>('a' + (round 
 TEST(SharedProgress, RendezvousChunksCopiedOnEitherThreadCompleteTheReceiveWhole) {
   LCI_SIM_ONLY("the simulator's largest registration and injected preemption");
   constexpr std::size_t message_bytes = 12 * 1024;  // two chunks
-  constexpr int rounds = 300;
+  constexpr int rounds = 1000;
   const lci::sim::sweep_t sweep = two_threads_preempted([](lci::sim::run_options_t& options) {
     options.world.registration_size_max = 4096;
   });
