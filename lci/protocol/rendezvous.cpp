@@ -361,19 +361,19 @@ void handle_rdv_chunk(device_impl_t& device, int rank, std::uint32_t rdv_id,
   // Read before this chunk's bytes are counted: once they are, another
   // thread's chunk may make the count whole, complete the receive and give
   // its request back to the pool, where any thread takes it again.
-  const std::size_t total = recv->status.size;
+  const std::size_t recv_size = recv->status.size;
   // The bytes go where the chunk says: only inside the receive it names. A
   // chunk carries at least a byte (copy_rdv_data() sends none empty).
   // Equivalent mutants: bound. At offset == the receive's size, a chunk of no
   // bytes is refused as empty and any other by the room test below
   // (docs/verification.md, runs 42-50).
-  const bool starts_inside = chunk.offset <= total;
+  const bool starts_inside = chunk.offset <= recv_size;
   if (recv->kind != request_kind_t::recv || size == 0 || !starts_inside ||
-      size > total - chunk.offset) {
+      size > recv_size - chunk.offset) {
     throw std::runtime_error("lci: a corrupt rendezvous chunk from rank " + std::to_string(rank) +
                              ": " + std::to_string(size) + " bytes at offset " +
                              std::to_string(chunk.offset) + " of a receive of " +
-                             std::to_string(total));
+                             std::to_string(recv_size));
   }
   // A crash of the sender failed it: the buffer may be the user's again.
   // (A crash between this check and the copy below is the window the
@@ -385,13 +385,13 @@ void handle_rdv_chunk(device_impl_t& device, int rank, std::uint32_t rdv_id,
   // chunk's bytes before the completion object hears of them.
   const std::size_t before = recv->copied.fetch_add(size, util::mo_acq_rel);
   // From here on `recv` is read only by the thread whose chunk made the
-  // count whole (see `total`).
-  if (before + size > total) {
+  // count whole (see `recv_size`).
+  if (before + size > recv_size) {
     throw std::runtime_error("lci: a corrupt rendezvous chunk from rank " + std::to_string(rank) +
-                             ": more bytes than the receive's " + std::to_string(total) +
+                             ": more bytes than the receive's " + std::to_string(recv_size) +
                              " (a chunk twice?)");
   }
-  if (before + size == total) handle_rdv_done(device, rank, rdv_id);
+  if (before + size == recv_size) handle_rdv_done(device, rank, rdv_id);
 }
 
 }  // namespace lci::detail
