@@ -63,8 +63,14 @@ void complete_request(request_t* request, errorcode_t code) {
     if (request->kind == request_kind_t::send_rdv) status.size = 0;
     device_impl_t::release_pin(request);
   }
+  // Back in the pool before the signal (a handler that posts may need it),
+  // but counted in flight until the signal has run: a thread told
+  // "drained" (test_drained) then finds the completion object signalled,
+  // and may free it.
+  util::atomic<std::int64_t>* in_flight = request->in_flight.detach();
   device_impl_t::give_back(request);
   if (comp != nullptr) comp->signal(status);
+  in_flight_mark_t::end(in_flight);
 }
 
 }  // namespace lci::detail

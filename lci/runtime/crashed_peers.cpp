@@ -61,6 +61,10 @@ bool runtime_impl_t::fail_peer(int rank) {
     if (request->pinned != nullptr) status.buffer = nullptr;
     device_impl_t::release_pin(request);
     if (request->comp != nullptr) request->comp->signal(status);
+    // After the signal, as complete_request(): "drained" implies signalled.
+    // The device keeps the failed request until it closes (as the reads
+    // above assume).
+    request->in_flight.disarm();
   }
   return true;
 }

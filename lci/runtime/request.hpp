@@ -17,6 +17,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <utility>
 
 #include "backends/backend.hpp"
 #include "lci/api/lci_types.hpp"
@@ -34,7 +35,10 @@ struct device_pools_t;
 
 // Counts a request among its device's operations in flight (what
 // test_drained() asks) from arm() until disarm() or the request's deletion,
-// so every path that deletes a request stops counting it.
+// so every path that deletes a request stops counting it. A request whose
+// completion object is signalled after the request is deleted takes the
+// count out first (detach()) and ends it after the signal (end()), so that
+// a thread told "drained" finds every completion object signalled.
 // Thread safety: owned by its request (one party at a time).
 class in_flight_mark_t {
  public:
@@ -50,13 +54,18 @@ class in_flight_mark_t {
     // after this by program order, and nobody waits for an increment.
     count_->fetch_add(1, util::mo_relaxed);
   }
-  void disarm() {
-    if (count_ == nullptr) return;
+  void disarm() { end(detach()); }
+  // Stops this mark without ending the count (nullptr when not armed): the
+  // caller passes it to end().
+  [[nodiscard]] util::atomic<std::int64_t>* detach() { return std::exchange(count_, nullptr); }
+  // Ends one operation's count taken by detach(); nothing for nullptr.
+  static void end(util::atomic<std::int64_t>* count) {
+    if (count == nullptr) return;
     // release: pairs with the acquire in device_impl_t::drained(), so a
-    // caller told "drained" sees what the finished operation did.
-    const std::int64_t before = count_->fetch_sub(1, util::mo_release);
+    // caller told "drained" sees what the finished operation did (and
+    // its completion object's signal).
+    const std::int64_t before = count->fetch_sub(1, util::mo_release);
     LCI_ASSERT(before >= 1, "operations in flight went negative");
-    count_ = nullptr;
   }
 
  private:

@@ -57,8 +57,9 @@ void watch_list_t::fail(int rank, std::vector<request_t*>* victims) {
     if (request->status.rank == rank) {
       remove_locked(request);
       request->failed = true;
-      // Finished for the user; only the device still holds it.
-      request->in_flight.disarm();
+      // Finished for the user once its comp is signalled; only the device
+      // still holds it. Still counted in flight: the caller disarms it
+      // after the signal (runtime_impl_t::fail_peer).
       victims->push_back(request);
       failed_.push_back(request);
     }

@@ -41,7 +41,8 @@ class watch_list_t {
   bool is_failed(request_t* request);
   // Unlinks every request naming `rank`, marks it failed, keeps it (a
   // matching table, the rdv table or a backlogged step may still name it)
-  // and appends it to `victims` for the caller to complete.
+  // and appends it to `victims` for the caller to complete; each stays
+  // counted in flight until the caller disarms it after the signal.
   void fail(int rank, std::vector<request_t*>* victims);
   // The failed requests kept so far, handed over (device close).
   std::vector<request_t*> take_failed();

@@ -29,8 +29,10 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "lci.hpp"
@@ -105,6 +107,73 @@ TEST(SharedProgress, RendezvousChunksCopiedOnEitherThreadCompleteTheReceiveWhole
       });
     }
     lci::free_comp(&sync);
+    lci::barrier();
+    lci::g_runtime_fina();
+  });
+}
+
+// A completion handler that takes its time, on whichever thread polled the
+// send's completion: 200 us, then it counts.
+std::atomic<int> slow_handlers_done{0};
+void slow_handler(lci::status_t) {
+  std::this_thread::sleep_for(std::chrono::microseconds(200));
+  // release: pairs with the test's acquire after test_drained().
+  slow_handlers_done.fetch_add(1, std::memory_order_release);
+}
+
+// test_drained() = every operation of the device finished, its completion
+// object signalled: a program frees its completion objects, or reads its
+// counters, once told so. With two threads progressing, the send's
+// completion often runs on the other thread, inside the handler's sleep;
+// complete_request() once left the in-flight count before the signal, and
+// this test then found a handler not yet run in 10 runs of 10, each within
+// its first few rounds.
+TEST(SharedProgress, DrainedMeansEveryCompletionObjectSignalled) {
+  LCI_SIM_ONLY("injected preemption");
+  constexpr std::size_t message_bytes = 64 * 1024;  // a rendezvous: completes later
+  constexpr int rounds = 40;
+  slow_handlers_done.store(0, std::memory_order_relaxed);
+  const lci::sim::sweep_t sweep = two_threads_preempted([](lci::sim::run_options_t&) {});
+  lci::sim::expect_runs_ok(2, sweep, [&](lci::sim::rank_env_t& env) {
+    lci::g_runtime_init();
+    const int peer = 1 - env.rank();
+    std::vector<char> buffer(message_bytes, 'x');
+    if (env.rank() == 0) {
+      lci::comp_t handler = lci::alloc_handler(&slow_handler);
+      std::atomic<bool> over{false};
+      env.run_threads(2, [&](int thread) {
+        if (thread == 1) {
+          // acquire: pairs with the release below; nothing else is read after.
+          while (!over.load(std::memory_order_acquire)) (void)lci::progress();
+          return;
+        }
+        int signalled = 0;
+        for (int round = 0; round < rounds; ++round) {
+          const lci::status_t status = post_retrying(
+              [&] { return lci::post_send(peer, buffer.data(), message_bytes, round, handler); });
+          require(status.is_posted(), std::string("a rendezvous send: ") + status.error.get_str());
+          ++signalled;
+          while (!lci::test_drained().is_done()) continue;
+          // acquire: pairs with the handler's release.
+          const int done = slow_handlers_done.load(std::memory_order_acquire);
+          require(done == signalled, "round " + std::to_string(round) + ": drained with " +
+                                         std::to_string(signalled - done) +
+                                         " handler(s) not yet run");
+        }
+        // release: pairs with the progress thread's acquire.
+        over.store(true, std::memory_order_release);
+      });
+      lci::free_comp(&handler);
+    } else {
+      lci::comp_t sync = lci::alloc_sync();
+      for (int round = 0; round < rounds; ++round) {
+        lci::status_t status = post_retrying(
+            [&] { return lci::post_recv(peer, buffer.data(), message_bytes, round, sync); });
+        if (status.is_posted()) lci::sync_wait(sync, &status);
+        require(status.is_done(), std::string("a receive: ") + status.error.get_str());
+      }
+      lci::free_comp(&sync);
+    }
     lci::barrier();
     lci::g_runtime_fina();
   });
