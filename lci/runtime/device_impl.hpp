@@ -186,7 +186,7 @@ class device_impl_t {
     // finished armed its request's in-flight mark before that release, so
     // the load below sees the mark (or its disarm). Hence this order.
     if (backlog_steps_.load(util::mo_acquire) != 0) return false;
-    // acquire: pairs with the release in in_flight_mark_t::disarm().
+    // acquire: pairs with the release in in_flight_mark_t::end().
     return in_flight_count_.load(util::mo_acquire) == 0;
   }
   // A protocol step waits in the backlog or runs (drain_before_close in

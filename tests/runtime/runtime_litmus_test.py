@@ -40,9 +40,10 @@ def orders():
     at = rc11.order_at
     device_hpp = source("runtime", "device_impl.hpp")
     return {
-        # in_flight_mark_t (request.hpp): arm() and disarm()
+        # in_flight_mark_t (request.hpp): arm(), and end() (disarm() and
+        # complete_request() end the count through it)
         "arm": at(source("runtime", "request.hpp"), "count_->fetch_add(1"),
-        "disarm": at(source("runtime", "request.hpp"), "count_->fetch_sub(1"),
+        "disarm": at(source("runtime", "request.hpp"), "count->fetch_sub(1"),
         # device_impl_t: finish_backlog_step(), drained(), backlog_steps_left()
         "finish_step": at(source("runtime", "device_impl.cpp"),
                           "before = backlog_steps_.fetch_sub(1"),
