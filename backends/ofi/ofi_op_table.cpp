@@ -1,6 +1,8 @@
 #include "backends/ofi/ofi_op_table.hpp"
 
 #include <cstddef>
+#include <cstring>
+#include <type_traits>
 
 #include "lci/util/assert.hpp"
 
@@ -8,6 +10,18 @@ namespace lci::backends::ofi {
 
 namespace {
 std::size_t index_of(op_pool_t pool) { return static_cast<std::size_t>(pool); }
+
+// What alloc() resets an op to. fi_context is left out: it is the
+// provider's scratch space while the op is posted, which needs no clearing,
+// and copying the rest of a constant blank op is a few vector moves where
+// `*op = op_t{}` built a whole op and copied it (48 instructions, the
+// costliest line of an 8-byte active message's path over shm;
+// docs/bench_upstream.md).
+constexpr op_t blank_op{};
+constexpr std::size_t reset_from = offsetof(op_t, next);
+static_assert(std::is_trivially_copyable_v<op_t> && std::is_standard_layout_v<op_t>,
+              "alloc() resets an op with memcpy from its first field after fi_context");
+static_assert(reset_from == sizeof(fi_context2), "fi_context is op_t's first field, alone");
 }  // namespace
 
 op_table_t::op_table_t(std::size_t sends_max, std::size_t recvs_max, std::size_t notices_max)
@@ -58,7 +72,8 @@ op_t* op_table_t::alloc(op_pool_t pool) {
   LCI_ASSERT(op->state == op_state_t::free, "a free-list op is not free");
   free_[p] = op->next;
   ++in_use_[p];
-  *op = op_t{};
+  std::memcpy(reinterpret_cast<std::byte*>(op) + reset_from,
+              reinterpret_cast<const std::byte*>(&blank_op) + reset_from, sizeof(op_t) - reset_from);
   op->state = op_state_t::taken;
   return op;
 }

@@ -102,7 +102,8 @@ class op_table_t {
   op_table_t(const op_table_t&) = delete;
   op_table_t& operator=(const op_table_t&) = delete;
 
-  // A cleared op in state taken, or nullptr when the pool is empty.
+  // An op in state taken, every field but fi_context (the provider's
+  // scratch) at its default; nullptr when the pool is empty.
   op_t* alloc(op_pool_t pool);
   // Back to its pool; the op must not be in libfabric's hands.
   void release(op_t* op);
