@@ -6,7 +6,6 @@
 // collectives running concurrently on two devices of one runtime.
 #include <gtest/gtest.h>
 
-#include <atomic>
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -14,6 +13,7 @@
 
 #include "lci.hpp"
 #include "sim/sim_harness_gtest.hpp"
+#include "tests/runtime/runtime_test_util.hpp"
 
 namespace {
 
@@ -341,19 +341,12 @@ TEST(CollectiveDevices, ConcurrentCollectivesOnTwoDevices) {
 void progress_thread_body(lci::sim::rank_env_t& env) {
   lci::g_runtime_init();
   context_t c{lci::get_rank_me(), lci::get_rank_n(), lci::device_t{}};
-  std::atomic<bool> over{false};
-  env.run_threads(2, [&c, &over](int thread) {
-    if (thread == 1) {
-      // acquire: pairs with the release below; nothing else is read after.
-      while (!over.load(std::memory_order_acquire)) (void)lci::progress();
-      return;
-    }
+  lci::runtime_test::run_beside_progress_thread(env, [&c] {
     for (int round = 0; round < 150; ++round) {
       check_alltoall(c, 3, false);
       check_allreduce(c, 3, lci::allreduce_algorithm_t::tree, false, false);
       check_broadcast(c, 40, lci::broadcast_algorithm_t::tree, false, 0);
     }
-    over.store(true, std::memory_order_release);
   });
   lci::barrier();
   lci::g_runtime_fina();

@@ -7,7 +7,6 @@
 // returned, through the backlog too.
 #include <gtest/gtest.h>
 
-#include <atomic>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -25,6 +24,7 @@ namespace {
 using lci::runtime_test::expect_invalid_argument;
 using lci::runtime_test::post_retrying;
 using lci::runtime_test::require;
+using lci::runtime_test::run_beside_progress_thread;
 
 int peer_of(int rank) { return 1 - rank; }
 
@@ -449,13 +449,7 @@ TEST(BufferList, TheLastReferenceDropsOnEitherThread) {
     lci::g_runtime_init();
     const int peer = peer_of(env.rank());
     const std::vector<layout_t> all = layouts();
-    std::atomic<bool> over{false};
-    env.run_threads(2, [&](int thread) {
-      if (thread == 1) {
-        // acquire: pairs with the release below; nothing else is read after.
-        while (!over.load(std::memory_order_acquire)) (void)lci::progress();
-        return;
-      }
+    run_beside_progress_thread(env, [&] {
       lci::comp_t sync = lci::alloc_sync();
       for (int round = 0; round < 120; ++round) {
         for (std::size_t i = 0; i < all.size(); ++i) {
@@ -480,8 +474,6 @@ TEST(BufferList, TheLastReferenceDropsOnEitherThread) {
         }
       }
       lci::free_comp(&sync);
-      // release: pairs with the progress thread's acquire.
-      over.store(true, std::memory_order_release);
     });
     lci::barrier();
     lci::g_runtime_fina();

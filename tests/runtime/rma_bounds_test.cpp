@@ -15,7 +15,6 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <initializer_list>
@@ -35,6 +34,7 @@ using lci::runtime_test::post_retrying;
 using lci::runtime_test::expect_invalid_argument;
 using lci::runtime_test::require;
 using lci::runtime_test::round_trip;
+using lci::runtime_test::run_beside_progress_thread;
 
 constexpr std::size_t window_bytes = 4096;
 constexpr int target_rank = 1;
@@ -359,7 +359,6 @@ void nothing_lands_after_deregistration(bool progress_thread, const lci::sim::sw
       });
       require(sent.is_done(), std::string("the count's send: ") + sent.error.get_str());
     } else {
-      std::atomic<bool> over{false};
       const auto deregister_and_paint = [&] {
         while (lci::cq_pop(signals).is_retry()) (void)lci::progress();
         int heard = 1;  // the first, before the deregistration
@@ -390,16 +389,11 @@ void nothing_lands_after_deregistration(bool progress_thread, const lci::sim::sw
         while (lci::cq_pop(signals).is_done()) ++heard;
         require(heard == done_count, std::to_string(done_count) + " puts done, " +
                                          std::to_string(heard) + " signals heard");
-        // release: pairs with the progress thread's acquire; nothing follows.
-        over.store(true, std::memory_order_release);
       };
       if (!progress_thread) {
         deregister_and_paint();
       } else {
-        env.run_threads(2, [&](int thread) {
-          if (thread == 0) return deregister_and_paint();
-          while (!over.load(std::memory_order_acquire)) (void)lci::progress();
-        });
+        run_beside_progress_thread(env, deregister_and_paint);
       }
     }
     if (env.rank() == 0) lci::barrier();

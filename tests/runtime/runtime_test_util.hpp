@@ -1,6 +1,7 @@
 // Small helpers the runtime tests share: failing a rank with a message,
-// posting until the runtime accepts, and a send/recv round trip that proves
-// a runtime still works (after a misuse, after a peer crashed).
+// posting until the runtime accepts, a second thread progressing beside
+// the test's, and a send/recv round trip that proves a runtime still works
+// (after a misuse, after a peer crashed).
 //
 // Thread safety: as the LCI calls they make (any thread of a rank).
 // Blocking:      post_retrying and round_trip progress until done; in a
@@ -9,6 +10,7 @@
 // Allocation:    round_trip: two synchronizers.
 #pragma once
 
+#include <atomic>
 #include <cstring>
 #include <initializer_list>
 #include <stdexcept>
@@ -33,6 +35,26 @@ status_t post_retrying(Post&& post) {
     if (status.is_retry()) (void)progress();
   } while (status.is_retry());
   return status;
+}
+
+// Runs `work` on one thread of the rank while a second thread calls
+// progress() until `work` returns: two threads progressing one device.
+// Env: a simulated rank (sim::rank_env_t), whose run_threads starts them.
+// A `work` that throws leaves the second thread to the harness, which
+// stops the run (its progress calls then throw).
+template <typename Env, typename Work>
+void run_beside_progress_thread(Env& env, Work&& work) {
+  std::atomic<bool> over{false};
+  env.run_threads(2, [&](int thread) {
+    if (thread == 1) {
+      // acquire: pairs with the release below; nothing else is read after.
+      while (!over.load(std::memory_order_acquire)) (void)progress();
+      return;
+    }
+    work();
+    // release: pairs with the progress thread's acquire.
+    over.store(true, std::memory_order_release);
+  });
 }
 
 // `call` must throw an `Expected` whose message has every one of

@@ -43,6 +43,7 @@ namespace {
 
 using lci::runtime_test::post_retrying;
 using lci::runtime_test::require;
+using lci::runtime_test::run_beside_progress_thread;
 
 lci::sim::sweep_t two_threads_preempted(const std::function<void(lci::sim::run_options_t&)>& more) {
   lci::sim::sweep_t sweep;
@@ -84,13 +85,7 @@ TEST(SharedProgress, RendezvousChunksCopiedOnEitherThreadCompleteTheReceiveWhole
         require(status.is_done(), std::string("a send: ") + status.error.get_str());
       }
     } else {
-      std::atomic<bool> over{false};
-      env.run_threads(2, [&](int thread) {
-        if (thread == 1) {
-          // acquire: pairs with the release below; nothing else is read after.
-          while (!over.load(std::memory_order_acquire)) (void)lci::progress();
-          return;
-        }
+      run_beside_progress_thread(env, [&] {
         for (int round = 0; round < rounds; ++round) {
           lci::status_t status = post_retrying(
               [&] { return lci::post_recv(peer, buffer.data(), message_bytes, round, sync); });
@@ -102,8 +97,6 @@ TEST(SharedProgress, RendezvousChunksCopiedOnEitherThreadCompleteTheReceiveWhole
                     "round " + std::to_string(round) + ": byte " + std::to_string(at) + " differs");
           }
         }
-        // release: pairs with the progress thread's acquire.
-        over.store(true, std::memory_order_release);
       });
     }
     lci::free_comp(&sync);
@@ -140,13 +133,7 @@ TEST(SharedProgress, DrainedMeansEveryCompletionObjectSignalled) {
     std::vector<char> buffer(message_bytes, 'x');
     if (env.rank() == 0) {
       lci::comp_t handler = lci::alloc_handler(&slow_handler);
-      std::atomic<bool> over{false};
-      env.run_threads(2, [&](int thread) {
-        if (thread == 1) {
-          // acquire: pairs with the release below; nothing else is read after.
-          while (!over.load(std::memory_order_acquire)) (void)lci::progress();
-          return;
-        }
+      run_beside_progress_thread(env, [&] {
         int signalled = 0;
         for (int round = 0; round < rounds; ++round) {
           const lci::status_t status = post_retrying(
@@ -160,8 +147,6 @@ TEST(SharedProgress, DrainedMeansEveryCompletionObjectSignalled) {
                                          std::to_string(signalled - done) +
                                          " handler(s) not yet run");
         }
-        // release: pairs with the progress thread's acquire.
-        over.store(true, std::memory_order_release);
       });
       lci::free_comp(&handler);
     } else {
