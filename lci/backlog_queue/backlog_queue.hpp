@@ -10,11 +10,15 @@
 //                empty, for pop()).
 // Ownership:     push() copies the request in; pop() moves it out to the
 //                caller, who then owns it.
-// Allocation:    the ring of entries_max slots, at construction only.
-// Limits:        entries_max requests; push() on a full queue returns
-//                retry_nomem and stores nothing (the caller keeps the
-//                request and must not drop it).
-// Order:         FIFO.
+// Allocation:    the ring of entries_max slots at construction; past that,
+//                a push onto a full ring doubles it (under the lock).
+// Limits:        none: push() never refuses. What is queued is a step that
+//                progress cannot hand back to anyone (a refused handshake,
+//                an arrival waiting for a record), so a full ring must not
+//                fail it; entries_max is how many wait without allocating.
+//                The caller bounds what it queues (docs/design/runtime.md,
+//                "Pools").
+// Order:         FIFO, across growth too.
 // Linearization points: push() and pop() inside the lock; an empty pop()
 // that returns without the lock linearizes at its flag load [F].
 // Design notes: docs/design/backlog_queue.md.
@@ -28,7 +32,6 @@
 #include "lci/util/assert.hpp"
 #include "lci/util/atomic.hpp"
 #include "lci/util/cache.hpp"
-#include "lci/util/error.hpp"
 #include "lci/util/mutation.hpp"
 #include "lci/util/spinlock.hpp"
 
@@ -49,15 +52,14 @@ class backlog_queue_t {
   backlog_queue_t(const backlog_queue_t&) = delete;
   backlog_queue_t& operator=(const backlog_queue_t&) = delete;
 
-  [[nodiscard]] error_t push(const T& request) {
+  void push(const T& request) {
     util::spinlock_guard_t guard(lock_);
-    if (count_ == ring_.size()) return errorcode_t::retry_nomem;
+    if (count_ == ring_.size()) grow();
     ring_[(head_index_ + count_) % ring_.size()] = request;
     ++count_;
     // relaxed: the flag is only a hint; the entry itself is handed over
     // under lock_, whose acquire/release orders it for the popper.
     nonempty_.store(true, util::mo_relaxed);
-    return errorcode_t::done;
   }
 
   // The oldest request, or nothing if the queue is empty.
@@ -110,16 +112,35 @@ class backlog_queue_t {
     return count_;
   }
 
-  std::size_t entries_max() const { return ring_.size(); }
+  // Slots of the ring now: entries_max until a push found it full.
+  std::size_t capacity() const {
+    util::spinlock_guard_t guard(lock_);
+    return ring_.size();
+  }
 
  private:
   // The flag is read by every progress call on every thread; keep the
   // lock (written by pushers and poppers) off its cache line.
   alignas(util::cache_line_bytes) util::atomic<bool> nonempty_{false};
   alignas(util::cache_line_bytes) mutable util::spinlock_t lock_;
+  // Under lock_, on a full ring: twice the slots, the entries moved to the
+  // front oldest first, so the ring's order is the queue's.
+  void grow() {
+    std::vector<T> wider(2 * ring_.size());
+    for (std::size_t i = 0; i < count_; ++i) {
+      // (Broken variant, tests/backlog_queue: copy the slots as they lie,
+      // not from the oldest entry on, which reorders a wrapped ring.)
+      const std::size_t from =
+          util::mutated("backlog_queue_grow_unwrapped") ? i : (head_index_ + i) % ring_.size();
+      wider[i] = std::move(ring_[from]);
+    }
+    ring_.swap(wider);
+    head_index_ = 0;
+  }
+
   std::size_t head_index_ = 0;  // guarded by lock_
   std::size_t count_ = 0;       // guarded by lock_
-  std::vector<T> ring_;         // guarded by lock_; sized once
+  std::vector<T> ring_;         // guarded by lock_; grown by push() only
 };
 
 }  // namespace lci::backlog_queue

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <optional>
 #include <stdexcept>
 #include <string>
 
@@ -13,9 +14,10 @@
 namespace lci::detail {
 
 namespace {
-// Protocol steps waiting for the network at once, per device. A step is only
-// queued when the network refused it, so this bounds how far progress may
-// fall behind a burst of rendezvous handshakes.
+// Protocol steps that wait per device without allocating. A step is queued
+// only when the network or a pool refused it, and progress cannot refuse
+// it in turn, so past this the backlog grows (docs/design/runtime.md,
+// "Pools", says what bounds it).
 constexpr std::size_t backlog_entries_max = 4096;
 // Receive regions per device (at most net_max_recvs), and the size of each
 // in packets: 4 x 32 packets is half the memory of the 256 packets a device
@@ -231,9 +233,9 @@ std::size_t device_impl_t::bcopy_size_max() const {
 deferred_post_t* device_impl_t::take_deferred_post() {
   deferred_post_t* post = pools_->deferred_posts.take();
   if (post != nullptr) return post;
-  throw std::length_error("lci: device backlog full (" +
+  throw std::length_error("lci: too many posts wait in the device's backlog (" +
                           std::to_string(pools_->deferred_posts.objects_max()) +
-                          " posts with allow_retry = false wait for the network)");
+                          " with allow_retry = false or COMP_NULL wait for the network)");
 }
 
 error_t device_impl_t::push_backlog(backlog_step_t step) {
@@ -242,18 +244,22 @@ error_t device_impl_t::push_backlog(backlog_step_t step) {
   // Counted before the push so a progress call that pops and finishes it
   // at once never takes the count below zero.
   backlog_steps_.fetch_add(1, util::mo_relaxed);
-  const error_t pushed = backlog_.push(step);
-  if (!pushed.is_done()) {
-    backlog_steps_.fetch_sub(1, util::mo_relaxed);  // relaxed: never visible as queued
-    throw std::length_error("lci: device backlog full (" + std::to_string(backlog_entries_max) +
-                            " protocol steps wait for the network)");
-  }
+  backlog_.push(step);
   return errorcode_t::posted_backlog;
 }
 
 bool device_impl_t::drain_backlog_steps() {
   bool progressed = false;
-  while (auto step = backlog_.pop()) {
+  // Every step queued now gets one try, not only those before the first
+  // refusal: a step may wait for what a step behind it holds (an arrival
+  // waiting for a packet, behind it the store of a message that holds the
+  // last one into the matching table, where only a receive can free it).
+  // Stopping at the first refusal let such a backlog wait forever
+  // (//tests/runtime:incast_test). Bounded by the count taken here: steps
+  // queued meanwhile, and those that go back, wait for the next call.
+  for (std::size_t tries = backlog_.size(); tries > 0; --tries) {
+    std::optional<backlog_step_t> step = backlog_.pop();
+    if (!step) break;  // another thread took the rest
     error_t error;
     try {
       error = (*step)();
@@ -262,11 +268,10 @@ bool device_impl_t::drain_backlog_steps() {
       throw;
     }
     if (error.is_retry()) {
-      // Still refused: back in the queue (at its tail; protocol steps of
+      // Still refused: back in the queue at its tail (protocol steps of
       // different operations do not depend on each other's order).
-      const error_t pushed = backlog_.push(std::move(*step));
-      LCI_ASSERT(pushed.is_done(), "backlog: a popped step found no room");
-      break;
+      backlog_.push(std::move(*step));
+      continue;
     }
     finish_backlog_step();
     progressed = true;

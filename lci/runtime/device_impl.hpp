@@ -130,8 +130,10 @@ class device_impl_t {
   std::size_t bcopy_size_max() const;
 
   // Runs `step` now; if it returns retry, queues it for progress(). Returns
-  // done or posted_backlog. Throws std::length_error naming the limit when
-  // the backlog is full (entries_max from net_max_sends).
+  // done or posted_backlog. Never refuses the step: most callers are
+  // progress itself, with nobody to hand a refusal to, so past
+  // backlog_entries_max waiting steps the backlog grows (the Pools table in
+  // docs/design/runtime.md says what bounds it).
   template <typename Step>
   error_t run_or_backlog(const Step& step) {
     // A non-empty backlog goes first: steps keep their order behind it.
@@ -145,7 +147,7 @@ class device_impl_t {
   // No protocol step is queued or running. A hint (relaxed): a step pushed
   // by another thread meanwhile is as if pushed a moment later.
   bool backlog_empty_hint() const { return backlog_steps_.load(util::mo_relaxed) == 0; }
-  // progress() step 1: re-runs queued steps in order until one retries.
+  // progress() step 1: tries each queued step once, in order.
   bool drain_backlog() {
     // relaxed: a step pushed meanwhile is left to the next progress call,
     // as it would be had it come a moment later.
@@ -166,8 +168,8 @@ class device_impl_t {
     return message;
   }
   // A record for a post the backlog takes over (post_comm). Throws
-  // std::length_error naming the bound when all are in use, as a full
-  // backlog does: such a post may not answer retry.
+  // std::length_error naming the bound when all are in use: such a post
+  // may not answer retry, and its poster is there to hear the error.
   [[nodiscard]] deferred_post_t* take_deferred_post();
   void give_back(deferred_post_t* post) { pools_->deferred_posts.give_back(post); }
   // Back to the pool each came from (any device may finish them).
@@ -270,8 +272,7 @@ class device_impl_t {
   [[noreturn]] static void throw_not_raw(const char* op);
   bool drain_backlog_steps();  // drain_backlog() with steps waiting
   bool post_receives();        // replenish_receives() below the target
-  // Queues a step the network refused; returns posted_backlog (throws as
-  // run_or_backlog() says).
+  // Queues a step the network refused; returns posted_backlog.
   error_t push_backlog(backlog_step_t step);
   // A step popped from the backlog finished (or threw): no longer counted.
   void finish_backlog_step();

@@ -10,7 +10,6 @@
 
 namespace {
 
-using lci::errorcode_t;
 using lci::backlog_queue::backlog_queue_t;
 
 #if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
@@ -28,9 +27,9 @@ TEST(BacklogQueue, EmptyPollReturnsNothing) {
 
 TEST(BacklogQueue, FifoAndFlagFollowContents) {
   backlog_queue_t<int> queue(4);
-  ASSERT_TRUE(queue.push(1).is_done());
+  queue.push(1);
   EXPECT_FALSE(queue.is_empty_hint());
-  ASSERT_TRUE(queue.push(2).is_done());
+  queue.push(2);
   EXPECT_EQ(queue.pop().value(), 1);
   EXPECT_FALSE(queue.is_empty_hint());
   EXPECT_EQ(queue.pop().value(), 2);
@@ -38,13 +37,21 @@ TEST(BacklogQueue, FifoAndFlagFollowContents) {
   EXPECT_FALSE(queue.pop().has_value());
 }
 
-TEST(BacklogQueue, FullReturnsRetryAndKeepsContents) {
+// A full ring doubles and keeps the queue's order, also when its entries
+// wrapped around the end of the ring (the oldest is not in slot 0).
+TEST(BacklogQueue, FullRingGrowsAndKeepsOrder) {
   backlog_queue_t<int> queue(3);
-  for (int i = 0; i < 3; ++i) ASSERT_TRUE(queue.push(i).is_done());
-  EXPECT_EQ(queue.push(99).errorcode, errorcode_t::retry_nomem);
-  EXPECT_EQ(queue.size(), 3u);
-  for (int i = 0; i < 3; ++i) EXPECT_EQ(queue.pop().value(), i);
+  queue.push(0);
+  queue.push(1);
+  EXPECT_EQ(queue.pop().value(), 0);
+  for (int i = 2; i <= 3; ++i) queue.push(i);  // 1, 2, 3: wrapped, full
+  EXPECT_EQ(queue.capacity(), 3u);
+  for (int i = 4; i <= 9; ++i) queue.push(i);  // grows twice: 6, then 12
+  EXPECT_EQ(queue.capacity(), 12u);
+  EXPECT_EQ(queue.size(), 9u);
+  for (int i = 1; i <= 9; ++i) EXPECT_EQ(queue.pop().value(), i);
   EXPECT_FALSE(queue.pop().has_value());
+  EXPECT_TRUE(queue.is_empty_hint());
 }
 
 TEST(BacklogQueue, WrapsAroundManyTimes) {
@@ -52,8 +59,8 @@ TEST(BacklogQueue, WrapsAroundManyTimes) {
   int next_push = 0;
   int next_pop = 0;
   for (int round = 0; round < 100; ++round) {
-    ASSERT_TRUE(queue.push(next_push++).is_done());
-    ASSERT_TRUE(queue.push(next_push++).is_done());
+    queue.push(next_push++);
+    queue.push(next_push++);
     EXPECT_EQ(queue.pop().value(), next_pop++);
     EXPECT_EQ(queue.pop().value(), next_pop++);
   }
@@ -62,7 +69,7 @@ TEST(BacklogQueue, WrapsAroundManyTimes) {
 
 TEST(BacklogQueue, DrainTakesEverythingInOrder) {
   backlog_queue_t<int> queue(4);
-  for (int i = 0; i < 3; ++i) ASSERT_TRUE(queue.push(i).is_done());
+  for (int i = 0; i < 3; ++i) queue.push(i);
   (void)queue.pop();
   std::vector<int> drained;
   EXPECT_EQ(queue.drain([&](int request) { drained.push_back(request); }), 2u);
@@ -76,14 +83,15 @@ TEST(BacklogQueue, DestroyWhileNotEmptyAborts) {
   EXPECT_DEATH(
       {
         backlog_queue_t<int> queue(2);
-        (void)queue.push(1);
+        queue.push(1);
       },
       "backlog queue destroyed while not empty");
 }
 
-// Producers push unique values (retrying when full), consumers poll; every
-// value comes out exactly once, and each producer's values come out in the
-// order pushed as seen by any one consumer.
+// Producers push unique values (the 16-slot ring grows while they outrun
+// the consumers), consumers poll; every value comes out exactly once, and
+// each producer's values come out in the order pushed as seen by any one
+// consumer.
 TEST(BacklogQueueStress, EveryRequestPoppedExactlyOnce) {
   constexpr int producers_count = 3;
   constexpr int consumers_count = 3;
@@ -96,9 +104,8 @@ TEST(BacklogQueueStress, EveryRequestPoppedExactlyOnce) {
   std::vector<std::thread> threads;
   for (int p = 0; p < producers_count; ++p) {
     threads.emplace_back([&, p] {
-      for (std::uint32_t i = 0; i < pushes_per_producer;) {
-        const std::uint64_t value = (std::uint64_t(p) << 32) | i;
-        if (queue->push(value).is_done()) ++i;
+      for (std::uint32_t i = 0; i < pushes_per_producer; ++i) {
+        queue->push((std::uint64_t(p) << 32) | i);
       }
     });
   }

@@ -1,0 +1,152 @@
+// Incast: every other rank sends many messages to rank 0 before rank 0
+// posts a single receive, the way a task runtime's workers flood a master
+// that is busy elsewhere. Rank 0's device keeps the first arrivals as
+// unexpected messages (a pool of records, docs/design/runtime.md "Pools");
+// the rest wait in its backlog, and past that the senders are held back,
+// until rank 0's receives take them. However many wait, nothing may be
+// lost or corrupted, and rank 0's progress may not fail: nobody can be
+// asked to retry it. (Before the backlog could grow, a 4096th waiting step
+// made progress throw std::length_error.)
+//
+// Two shapes: eager messages from one rank (they wait holding the bytes
+// they landed in) and rendezvous sends from six (their RTSs wait for a
+// record). Receives match any message (matching_policy_t::none), so each
+// takes the oldest one waiting: which message a receive gets is not the
+// point here, and a receive that names one could wait for it behind
+// arrivals that hold every record (see docs/design/runtime.md, "Pools").
+#include <gtest/gtest.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "lci.hpp"
+#include "sim/sim_harness_gtest.hpp"
+#include "tests/runtime/runtime_test_util.hpp"
+
+namespace {
+
+using lci::runtime_test::post_retrying;
+using lci::runtime_test::require;
+
+struct incast_t {
+  int ranks_count;
+  int messages_per_sender;
+  std::size_t message_bytes;
+};
+
+// More than the simulated device's records for unexpected messages (1024)
+// and more than its backlog's ring (4096 steps) once they wait.
+constexpr incast_t eager_incast{2, 6000, 8};
+constexpr incast_t rendezvous_incast{7, 1000, 9000};
+
+// Rank 0 progresses until this many calls in a row change nothing: the
+// senders have sent all the network and rank 0's device would take.
+constexpr int quiet_polls = 48;
+
+// A message's bytes: its index in the first four, then a pattern of its
+// sender and index.
+void fill(std::vector<char>* bytes, int sender, int message) {
+  for (std::size_t i = 0; i < bytes->size(); ++i) {
+    (*bytes)[i] = static_cast<char>(sender * 31 + message * 7 + static_cast<int>(i));
+  }
+  std::memcpy(bytes->data(), &message, sizeof(message));
+}
+
+// Every byte of message `message` from `sender` as it was sent.
+void check_bytes(const std::vector<char>& bytes, int sender, int message) {
+  std::vector<char> expected(bytes.size());
+  fill(&expected, sender, message);
+  require(bytes == expected, "message " + std::to_string(message) + " from rank " +
+                                 std::to_string(sender) + " arrived with wrong bytes");
+}
+
+void send_all(const incast_t& incast, int rank, lci::comp_t counter) {
+  // A buffer per message: a rendezvous send reads its buffer until the
+  // receiver takes it, which is after every send is posted.
+  std::vector<std::vector<char>> data(static_cast<std::size_t>(incast.messages_per_sender),
+                                      std::vector<char>(incast.message_bytes));
+  for (int m = 0; m < incast.messages_per_sender; ++m) {
+    std::vector<char>& bytes = data[static_cast<std::size_t>(m)];
+    fill(&bytes, rank, m);
+    const lci::status_t status = post_retrying([&] {
+      return lci::post_send_x(0, bytes.data(), bytes.size(), 0, counter)
+          .matching_policy(lci::matching_policy_t::none)
+          .allow_done(false)();  // the counter counts every send
+    });
+    require(status.is_posted(), "a send was not posted");
+  }
+  while (lci::counter_get(counter) < incast.messages_per_sender) (void)lci::progress();
+}
+
+void receive_all(const incast_t& incast) {
+  // Only progress while the senders flood: whatever does not fit waits.
+  for (int quiet = 0; quiet < quiet_polls;) {
+    quiet = lci::progress().is_done() ? 0 : quiet + 1;
+  }
+  const std::size_t senders_count = static_cast<std::size_t>(incast.ranks_count - 1);
+  const std::size_t per_sender = static_cast<std::size_t>(incast.messages_per_sender);
+  std::vector<int> seen(senders_count * per_sender, 0);
+  std::vector<char> buffer(incast.message_bytes);
+  for (std::size_t received = 0; received < seen.size(); ++received) {
+    lci::comp_t sync = lci::alloc_sync();
+    const lci::status_t posted = post_retrying([&] {
+      return lci::post_recv_x(1, buffer.data(), buffer.size(), 0, sync)
+          .matching_policy(lci::matching_policy_t::none)();
+    });
+    lci::status_t status = posted;
+    if (posted.is_posted()) {
+      while (!lci::sync_test(sync, &status)) (void)lci::progress();
+    }
+    lci::free_comp(&sync);
+    require(status.is_done() && status.rank >= 1 && status.rank < incast.ranks_count &&
+                status.size == incast.message_bytes,
+            "receive " + std::to_string(received) + " ended with a wrong status");
+    int message = 0;
+    std::memcpy(&message, buffer.data(), sizeof(message));
+    require(message >= 0 && message < incast.messages_per_sender,
+            "receive " + std::to_string(received) + " holds no message this test sent");
+    check_bytes(buffer, status.rank, message);
+    const std::size_t index = static_cast<std::size_t>(status.rank - 1) * per_sender +
+                              static_cast<std::size_t>(message);
+    require(++seen[index] == 1, "message " + std::to_string(message) + " from rank " +
+                                    std::to_string(status.rank) + " arrived twice");
+  }
+}
+
+void run_incast(const incast_t& incast, lci::sim::rank_env_t& env) {
+  lci::g_runtime_init();
+  lci::comp_t counter = lci::alloc_counter();
+  lci::barrier();
+  if (env.rank() == 0) {
+    receive_all(incast);
+  } else {
+    send_all(incast, env.rank(), counter);
+  }
+  lci::barrier();
+  lci::free_comp(&counter);
+  lci::g_runtime_fina();
+}
+
+void expect_incast_ok(const incast_t& incast) {
+  lci::sim::sweep_t sweep;
+  sweep.seeds_count = 2;
+  sweep.concurrent = false;  // rank 0's quiet phase counts on simulated time
+  sweep.configure = [](lci::sim::run_options_t& options) { options.log = false; };
+  lci::sim::expect_runs_ok(incast.ranks_count, sweep,
+                           [incast](lci::sim::rank_env_t& env) { run_incast(incast, env); });
+}
+
+TEST(Incast, EagerMessagesWaitWithoutLossBeyondEveryBound) {
+  LCI_SIM_ONLY("counts on the simulated network delivering while rank 0 only progresses");
+  expect_incast_ok(eager_incast);
+}
+
+TEST(Incast, RendezvousSendsFromSixRanksWaitWithoutLoss) {
+  LCI_SIM_ONLY("counts on the simulated network delivering while rank 0 only progresses");
+  expect_incast_ok(rendezvous_incast);
+}
+
+}  // namespace
