@@ -14,11 +14,6 @@
 namespace lci::detail {
 
 namespace {
-// Protocol steps that wait per device without allocating. A step is queued
-// only when the network or a pool refused it, and progress cannot refuse
-// it in turn, so past this the backlog grows (docs/design/runtime.md,
-// "Pools", says what bounds it).
-constexpr std::size_t backlog_entries_max = 4096;
 // Receive regions per device (at most net_max_recvs), and the size of each
 // in packets: 4 x 32 packets is half the memory of the 256 packets a device
 // keeps posted otherwise. A region takes up to 32 of the largest eager
@@ -105,7 +100,7 @@ device_impl_t::device_impl_t(runtime_impl_t* runtime, const attr_device_t& attr,
       net_(open_net_device(runtime, attr, net_context_attr, packet_pool)),
       packet_pool_(packet_pool),
       pools_(pools),
-      backlog_(backlog_entries_max) {
+      backlog_(pools->backlog_steps_max) {
   const backend::net_device_attr_t& net_attr = net_->attr();
   standing_registrations_max_ = standing_registrations_max_of(net_attr, raw());
   attr_.net_max_sends = net_attr.net_max_sends;

@@ -66,11 +66,17 @@ class runtime_impl_t;
 // dropped with its device), and is then given back to a pool still there.
 struct device_pools_t {
   device_pools_t(std::size_t requests_max, std::size_t unexpected_max,
-                 std::size_t deferred_posts_max)
-      : requests(requests_max), unexpected(unexpected_max), deferred_posts(deferred_posts_max) {}
+                 std::size_t deferred_posts_max, std::size_t backlog_steps_max)
+      : requests(requests_max),
+        unexpected(unexpected_max),
+        deferred_posts(deferred_posts_max),
+        backlog_steps_max(backlog_steps_max) {}
   util::object_pool_t<request_t> requests;
   util::object_pool_t<unexpected_t> unexpected;
   util::object_pool_t<deferred_post_t> deferred_posts;
+  // Steps the device's backlog holds without allocating (it grows past
+  // that: device_impl_t::run_or_backlog).
+  const std::size_t backlog_steps_max;
 };
 
 class device_impl_t {
@@ -132,7 +138,7 @@ class device_impl_t {
   // Runs `step` now; if it returns retry, queues it for progress(). Returns
   // done or posted_backlog. Never refuses the step: most callers are
   // progress itself, with nobody to hand a refusal to, so past
-  // backlog_entries_max waiting steps the backlog grows (the Pools table in
+  // device_pools_t::backlog_steps_max waiting steps the backlog grows (the Pools table in
   // docs/design/runtime.md says what bounds it).
   template <typename Step>
   error_t run_or_backlog(const Step& step) {

@@ -31,15 +31,19 @@ struct sizing_t {
   std::size_t matching_buckets;
   std::size_t matching_overflow_nodes;
   // Per device (device_pools_t; docs/design/runtime.md, "Pools"): requests
-  // not yet completed, arrived messages no receive has taken yet, and posts
-  // the backlog took over (allow_retry = false).
+  // not yet completed, arrived messages no receive has taken yet, posts the
+  // backlog took over (allow_retry = false), and protocol steps the backlog
+  // holds before it grows. A step is queued only when the network or a
+  // pool refused it, so the backlog is short but for a flood.
   std::size_t requests_max;
   std::size_t unexpected_max;
   std::size_t deferred_posts_max;
+  std::size_t backlog_steps_max;
 };
 sizing_t sizing_for(bool simulated) {
-  if (simulated) return {8192, 256, 1024, 1024, 1024, 1024, 1024};
-  return {LCI_PACKET_SIZE_DEFAULT, LCI_PACKET_NUM_DEFAULT, 65536, 65536, 16384, 16384, 4096};
+  if (simulated) return {8192, 256, 1024, 1024, 1024, 1024, 1024, 256};
+  return {LCI_PACKET_SIZE_DEFAULT, LCI_PACKET_NUM_DEFAULT, 65536, 65536, 16384, 16384, 4096,
+          4096};
 }
 
 // What every net context (the runtime's default one too) must pass: a
@@ -231,7 +235,8 @@ device_impl_t* runtime_impl_t::alloc_device(const attr_device_t& attr,
   } release{host_.device_allocating()};
   const sizing_t sizing = sizing_for(host_.simulated());
   auto pools = std::make_unique<device_pools_t>(sizing.requests_max, sizing.unexpected_max,
-                                                sizing.deferred_posts_max);
+                                                sizing.deferred_posts_max,
+                                                sizing.backlog_steps_max);
   auto device = std::make_unique<device_impl_t>(this, attr, net_context->attr, pool, pools.get());
   device->collective().ordinal = devices_allocated_++;
   device_impl_t* raw = device.get();

@@ -5,7 +5,7 @@
 // the rest wait in its backlog, and past that the senders are held back,
 // until rank 0's receives take them. However many wait, nothing may be
 // lost or corrupted, and rank 0's progress may not fail: nobody can be
-// asked to retry it. (Before the backlog could grow, a 4096th waiting step
+// asked to retry it. (Before the backlog could grow, a step past its ring
 // made progress throw std::length_error.)
 //
 // Two shapes: eager messages from one rank (they wait holding the bytes
@@ -37,10 +37,10 @@ struct incast_t {
   std::size_t message_bytes;
 };
 
-// More than the simulated device's records for unexpected messages (1024)
-// and more than its backlog's ring (4096 steps) once they wait.
-constexpr incast_t eager_incast{2, 6000, 8};
-constexpr incast_t rendezvous_incast{7, 1000, 9000};
+// More than a simulated device's records for unexpected messages (1024),
+// and past those more than its backlog's ring holds (256 steps) wait.
+constexpr incast_t eager_incast{2, 1500, 8};
+constexpr incast_t rendezvous_incast{7, 250, 9000};
 
 // Rank 0 progresses until this many calls in a row change nothing: the
 // senders have sent all the network and rank 0's device would take.
