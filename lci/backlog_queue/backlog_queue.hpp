@@ -119,14 +119,13 @@ class backlog_queue_t {
   }
 
  private:
-  // The flag is read by every progress call on every thread; keep the
-  // lock (written by pushers and poppers) off its cache line.
-  alignas(util::cache_line_bytes) util::atomic<bool> nonempty_{false};
-  alignas(util::cache_line_bytes) mutable util::spinlock_t lock_;
   // Under lock_, on a full ring: twice the slots, the entries moved to the
   // front oldest first, so the ring's order is the queue's.
   void grow() {
     std::vector<T> wider(2 * ring_.size());
+    // Equivalent mutants: bound. One more lap moves the oldest entry's
+    // moved-from slot to wider[count_], the slot the push that called grow()
+    // writes next (docs/verification.md, run 59).
     for (std::size_t i = 0; i < count_; ++i) {
       // (Broken variant, tests/backlog_queue: copy the slots as they lie,
       // not from the oldest entry on, which reorders a wrapped ring.)
@@ -138,6 +137,10 @@ class backlog_queue_t {
     head_index_ = 0;
   }
 
+  // The flag is read by every progress call on every thread; keep the
+  // lock (written by pushers and poppers) off its cache line.
+  alignas(util::cache_line_bytes) util::atomic<bool> nonempty_{false};
+  alignas(util::cache_line_bytes) mutable util::spinlock_t lock_;
   std::size_t head_index_ = 0;  // guarded by lock_
   std::size_t count_ = 0;       // guarded by lock_
   std::vector<T> ring_;         // guarded by lock_; grown by push() only
