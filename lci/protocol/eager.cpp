@@ -245,9 +245,14 @@ namespace {
 // A receive a crash has failed meets a message that arrived before the
 // crash was known: the message is dropped (the receive already reported
 // fatal; a crashed sender's data is not trusted to be whole).
+// Back to its pool; a record on the stack (take_posted_receive) has none.
+void give_back_record(unexpected_t* message) {
+  if (message->home != nullptr) device_impl_t::give_back(message);
+}
+
 status_t drop_message(device_impl_t& device, unexpected_t* message) {
   if (message->packet != nullptr) device.packet_pool()->pool.put(message->packet);
-  device_impl_t::give_back(message);
+  give_back_record(message);
   return status_t(errorcode_t::posted);
 }
 }  // namespace
@@ -263,7 +268,7 @@ status_t match_receive(device_impl_t& device, request_t* recv, unexpected_t* mes
   if (message->is_rts) {
     const rts_t rts = message->rts;
     const int rank = message->rank;
-    device_impl_t::give_back(message);
+    give_back_record(message);
     const std::size_t capacity = recv->capacity;
     if (message_size <= capacity) {
       recv->status.size = message_size;
@@ -284,7 +289,7 @@ status_t match_receive(device_impl_t& device, request_t* recv, unexpected_t* mes
   if (message->packet != nullptr) device.packet_pool()->pool.put(message->packet);
   const int rank = message->rank;
   const tag_t tag = message->tag;
-  device_impl_t::give_back(message);
+  give_back_record(message);
   const std::size_t capacity = recv->capacity;
   status_t status = recv->status;
   status.error = errorcode_t::done;
@@ -366,6 +371,15 @@ bool handle_eager(device_impl_t& device, arrival_t& arrival, protocol::msg_type_
   }
   const matching_entry_key_t key =
       matching_key(*engine, net_status.rank, fields.tag, fields.policy);
+  // A receive already waiting takes the message from where it landed (a
+  // region or the arrival's packet), with no record and no copy into a
+  // kept packet.
+  unexpected_t landed;
+  landed.rank = net_status.rank;
+  landed.tag = fields.tag;
+  landed.size = size;
+  landed.data = data;
+  if (take_posted_receive(device, *engine, key, &landed)) return true;
   // No record free: the arrival waits in the backlog (dispatch_eager),
   // holding its bytes, until a receive gives one back.
   unexpected_t* message = device.take_unexpected();
@@ -373,19 +387,6 @@ bool handle_eager(device_impl_t& device, arrival_t& arrival, protocol::msg_type_
   message->rank = net_status.rank;
   message->tag = fields.tag;
   message->size = size;
-  // In a region the message would have to be copied into a packet to wait
-  // in the table: a receive already waiting takes it from where it landed
-  // instead. (Not past a backlog, where earlier arrivals may wait.)
-  if (arrival.in_region() && device.backlog_empty_hint()) {
-    void* recv = engine->table.take_if(key, matching_entry_type_t::send, take_any);
-    if (recv != nullptr) {
-      message->data = data;  // no packet: match_receive copies from the region
-      hand_over(static_cast<request_t*>(recv), request_owner_t::matching_table,
-                request_owner_t::thread);
-      match_receive(device, static_cast<request_t*>(recv), message, /*signal=*/true);
-      return true;
-    }
-  }
   const arrival_t::kept_t kept = arrival.keep(data, size);
   if (kept.packet == nullptr) {
     device_impl_t::give_back(message);
@@ -394,6 +395,18 @@ bool handle_eager(device_impl_t& device, arrival_t& arrival, protocol::msg_type_
   message->packet = kept.packet;
   message->data = kept.data;
   insert_unexpected(device, *engine, key, message);
+  return true;
+}
+
+bool take_posted_receive(device_impl_t& device, matching_engine_impl_t& engine,
+                         matching_entry_key_t key, unexpected_t* message) {
+  LCI_ASSERT(message->home == nullptr && message->packet == nullptr,
+             "take_posted_receive is for a record on the stack");
+  void* recv = engine.table.take_if(key, matching_entry_type_t::send, take_any);
+  if (recv == nullptr) return false;
+  hand_over(static_cast<request_t*>(recv), request_owner_t::matching_table,
+            request_owner_t::thread);
+  match_receive(device, static_cast<request_t*>(recv), message, /*signal=*/true);
   return true;
 }
 

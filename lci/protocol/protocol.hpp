@@ -142,8 +142,21 @@ void handle_get_done(device_impl_t& device, request_t* request);
 // A receive meets an unexpected message (eager or RTS); takes both. Eager:
 // copies, and completes the receive (signal) or returns its status for the
 // caller to complete (!signal). RTS: starts the RTR; returns posted.
+// `message` is a pool's record, or one on the caller's stack (home null:
+// take_posted_receive()), which goes back to no pool.
 status_t match_receive(device_impl_t& device, request_t* recv, unexpected_t* message,
                        bool signal);
+// An arrived send, described by `message` (a record on the caller's stack,
+// home null; eager: `data` where it landed, no packet), meets a receive
+// already posted for it, with no record from the pool: a rank whose records
+// all hold messages it will receive later must still complete the receive
+// it waits on. true: matched (match_receive, signal). With one thread
+// progressing the device it cannot take a receive past an earlier arrival
+// of its sender that waits in the backlog: progress() retries those (which
+// try this first) before it polls new arrivals, and the receive was posted
+// between progress calls (docs/api_compat.md, "Message order").
+bool take_posted_receive(device_impl_t& device, matching_engine_impl_t& engine,
+                         matching_entry_key_t key, unexpected_t* message);
 // The key a receive or an arrived send is matched by (eager and rendezvous
 // alike).
 matching_entry_key_t matching_key(matching_engine_impl_t& engine, int rank, tag_t tag,

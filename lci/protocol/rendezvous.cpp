@@ -104,15 +104,20 @@ bool handle_rts(device_impl_t& device, int rank, const rts_t& rts) {
                              std::to_string(rts.matching_engine_index) +
                              ", which does not exist here");
   }
-  unexpected_t* message = device.take_unexpected();
-  if (message == nullptr) return false;
-  message->is_rts = true;
-  message->rank = rank;
-  message->tag = rts.tag;
-  message->size = rts.size;
-  message->rts = rts;
   const matching_entry_key_t key =
       matching_key(*engine, rank, rts.tag, static_cast<matching_policy_t>(rts.policy));
+  unexpected_t arrived;
+  arrived.is_rts = true;
+  arrived.rank = rank;
+  arrived.tag = rts.tag;
+  arrived.size = rts.size;
+  arrived.rts = rts;
+  if (take_posted_receive(device, *engine, key, &arrived)) return true;
+  unexpected_t* message = device.take_unexpected();
+  if (message == nullptr) return false;
+  device_pools_t* const home = message->home;
+  *message = arrived;
+  message->home = home;
   insert_unexpected(device, *engine, key, message);
   return true;
 }

@@ -8,12 +8,13 @@
 // asked to retry it. (Before the backlog could grow, a step past its ring
 // made progress throw std::length_error.)
 //
-// Two shapes: eager messages from one rank (they wait holding the bytes
+// Two shapes, eager messages from one rank (they wait holding the bytes
 // they landed in) and rendezvous sends from six (their RTSs wait for a
-// record). Receives match any message (matching_policy_t::none), so each
-// takes the oldest one waiting: which message a receive gets is not the
-// point here, and a receive that names one could wait for it behind
-// arrivals that hold every record (see docs/design/runtime.md, "Pools").
+// record), each received two ways: by receives that match any message
+// (matching_policy_t::none: each takes the oldest one stored), and by
+// receives that name their message by rank and tag, rank 1's first. The
+// second way needs a receive to take its message even while every record
+// holds a message received only later (docs/design/runtime.md, "Pools").
 #include <gtest/gtest.h>
 
 #include <cstddef>
@@ -35,12 +36,21 @@ struct incast_t {
   int ranks_count;
   int messages_per_sender;
   std::size_t message_bytes;
+  // Receives name their message's rank and tag (matching_policy_t::rank_tag,
+  // tag = the message's index), else match any (matching_policy_t::none).
+  bool named;
 };
 
 // More than a simulated device's records for unexpected messages (1024),
 // and past those more than its backlog's ring holds (256 steps) wait.
-constexpr incast_t eager_incast{2, 1500, 8};
-constexpr incast_t rendezvous_incast{7, 250, 9000};
+constexpr incast_t eager_incast{2, 1500, 8, false};
+constexpr incast_t rendezvous_incast{7, 250, 9000, false};
+constexpr incast_t named_eager_incast{2, 1500, 8, true};
+constexpr incast_t named_rendezvous_incast{7, 250, 9000, true};
+
+lci::matching_policy_t policy_of(const incast_t& incast) {
+  return incast.named ? lci::matching_policy_t::rank_tag : lci::matching_policy_t::none;
+}
 
 // Rank 0 progresses until this many calls in a row change nothing: the
 // senders have sent all the network and rank 0's device would take.
@@ -72,8 +82,8 @@ void send_all(const incast_t& incast, int rank, lci::comp_t counter) {
     std::vector<char>& bytes = data[static_cast<std::size_t>(m)];
     fill(&bytes, rank, m);
     const lci::status_t status = post_retrying([&] {
-      return lci::post_send_x(0, bytes.data(), bytes.size(), 0, counter)
-          .matching_policy(lci::matching_policy_t::none)
+      return lci::post_send_x(0, bytes.data(), bytes.size(), static_cast<lci::tag_t>(m), counter)
+          .matching_policy(policy_of(incast))
           .allow_done(false)();  // the counter counts every send
     });
     require(status.is_posted(), "a send was not posted");
@@ -92,9 +102,12 @@ void receive_all(const incast_t& incast) {
   std::vector<char> buffer(incast.message_bytes);
   for (std::size_t received = 0; received < seen.size(); ++received) {
     lci::comp_t sync = lci::alloc_sync();
+    // Named: rank 1's messages first, in the order sent.
+    const int rank = incast.named ? 1 + static_cast<int>(received / per_sender) : 1;
+    const auto tag = static_cast<lci::tag_t>(incast.named ? received % per_sender : 0);
     const lci::status_t posted = post_retrying([&] {
-      return lci::post_recv_x(1, buffer.data(), buffer.size(), 0, sync)
-          .matching_policy(lci::matching_policy_t::none)();
+      return lci::post_recv_x(rank, buffer.data(), buffer.size(), tag, sync)
+          .matching_policy(policy_of(incast))();
     });
     lci::status_t status = posted;
     if (posted.is_posted()) {
@@ -108,6 +121,10 @@ void receive_all(const incast_t& incast) {
     std::memcpy(&message, buffer.data(), sizeof(message));
     require(message >= 0 && message < incast.messages_per_sender,
             "receive " + std::to_string(received) + " holds no message this test sent");
+    require(!incast.named || (status.rank == rank && static_cast<lci::tag_t>(message) == tag),
+            "the receive of tag " + std::to_string(tag) + " from rank " + std::to_string(rank) +
+                " holds message " + std::to_string(message) + " of rank " +
+                std::to_string(status.rank));
     check_bytes(buffer, status.rank, message);
     const std::size_t index = static_cast<std::size_t>(status.rank - 1) * per_sender +
                               static_cast<std::size_t>(message);
@@ -147,6 +164,16 @@ TEST(Incast, EagerMessagesWaitWithoutLossBeyondEveryBound) {
 TEST(Incast, RendezvousSendsFromSixRanksWaitWithoutLoss) {
   LCI_SIM_ONLY("counts on the simulated network delivering while rank 0 only progresses");
   expect_incast_ok(rendezvous_incast);
+}
+
+TEST(Incast, ReceivesNamingEagerMessagesTakeThemPastFullRecords) {
+  LCI_SIM_ONLY("counts on the simulated network delivering while rank 0 only progresses");
+  expect_incast_ok(named_eager_incast);
+}
+
+TEST(Incast, ReceivesNamingRendezvousSendsTakeThemPastFullRecords) {
+  LCI_SIM_ONLY("counts on the simulated network delivering while rank 0 only progresses");
+  expect_incast_ok(named_rendezvous_incast);
 }
 
 }  // namespace

@@ -150,10 +150,11 @@ TEST(RecvRegions, ArrivalsWaitForAPacketAndRegionsForTheirArrivals) {
 // wait for a packet. Rank 1 posts no receive while fillers take every packet
 // of its tiny pool as unexpected messages, so the last fillers and then M1
 // (tag 7) wait in the device's backlog. Its receive R1 for tag 7 then goes
-// into the matching table, and M2 (tag 7, sent after a barrier) arrives in a
-// region while M1 still waits: M2 must queue behind M1, not take R1 from the
-// region at once (handle_eager's "not past a backlog"). Once the fillers are
-// received, R1 must hold M1 and the next receive M2.
+// into the matching table, and M1 takes it from its region at its next try,
+// with no packet (take_posted_receive): R1 completes holding M1 while the
+// fillers still hold every packet. M2 (tag 7, sent after a barrier) then
+// waits for a packet in turn, and once the fillers are received the next
+// receive holds M2.
 constexpr lci::tag_t ordered_tag = 7;
 constexpr int fillers_count = 12;  // more than the 8 packets
 constexpr int first_message = 1000;  // byte patterns of M1 and M2
@@ -173,8 +174,7 @@ bool progress_until_quiet(lci::device_t device, lci::comp_t cq) {
   bool waited = false;
   for (int quiet = 0; quiet < quiet_polls;) {
     const bool progressed = lci::progress_x().device(device)().is_done();
-    require(lci::cq_pop(cq).is_retry(),
-            "a receive of tag 7 completed while M1, sent before, waited for a packet");
+    require(lci::cq_pop(cq).is_retry(), "a receive of tag 7 completed while nothing was posted");
     waited = waited || !lci::test_drained_x().device(device)().is_done();
     quiet = progressed ? 0 : quiet + 1;
   }
@@ -215,8 +215,16 @@ void ordered_exchange(lci::sim::rank_env_t& env) {
       return lci::post_recv_x(0, first.data(), first.size(), ordered_tag, cq).device(device)();
     });
     require(r1.is_posted(), "R1 found a message of tag 7 although M1 waited in the backlog");
+    lci::status_t done;
+    do {
+      (void)lci::progress_x().device(device)();
+      done = lci::cq_pop(cq);
+    } while (done.is_retry());
+    require(done.is_done() && done.tag == ordered_tag && done.buffer == first.data(),
+            "R1 did not complete");
+    check_bytes(first, first_message, "R1");
     lci::barrier();  // M2 is sent now
-    require(progress_until_quiet(device, cq), "M1 no longer waited once M2 was sent");
+    require(progress_until_quiet(device, cq), "M2 did not wait for a packet");
     std::vector<std::vector<char>> fillers(fillers_count, std::vector<char>(message_bytes));
     for (int f = 0; f < fillers_count; ++f) {
       const lci::status_t status = post_on(device, [&] {
@@ -227,14 +235,6 @@ void ordered_exchange(lci::sim::rank_env_t& env) {
       require(status.is_done(), "a filler was not received at once");
       check_bytes(fillers[f], f, ("filler " + std::to_string(f)).c_str());
     }
-    lci::status_t done;
-    do {
-      (void)lci::progress_x().device(device)();
-      done = lci::cq_pop(cq);
-    } while (done.is_retry());
-    require(done.is_done() && done.tag == ordered_tag && done.buffer == first.data(),
-            "R1 did not complete");
-    check_bytes(first, first_message, "R1");
     const lci::status_t r2 = post_on(device, [&] {
       return lci::post_recv_x(0, second.data(), second.size(), ordered_tag, lci::comp_t())
           .device(device)();
