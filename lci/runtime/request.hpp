@@ -150,15 +150,16 @@ inline void hand_over(request_t* request, request_owner_t from, request_owner_t 
 struct unexpected_t {
   // The pools it came from (its arrival's device's, which the runtime keeps
   // past that device): a receive posted on another device may take it, or
-  // one posted after its device closed.
+  // one posted after its device closed. Null for a record on the stack
+  // (take_posted_receive), which no pool takes back.
   device_pools_t* home = nullptr;
   bool is_rts = false;
   int rank = -1;
   tag_t tag = 0;
   std::size_t size = 0;
   // eager: the packet holding the payload, or nullptr while the payload is
-  // still where it landed in a receive region (handle_eager matches such a
-  // message at once, never stores it)
+  // still where it landed (take_posted_receive matches such a message at
+  // once, never stores it)
   void* packet = nullptr;
   const void* data = nullptr;  // eager: the payload
   rts_t rts{};                 // rendezvous
