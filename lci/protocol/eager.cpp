@@ -242,14 +242,14 @@ status_t post_recv_matched(const post_args_t& args) {
 }
 
 namespace {
-// A receive a crash has failed meets a message that arrived before the
-// crash was known: the message is dropped (the receive already reported
-// fatal; a crashed sender's data is not trusted to be whole).
 // Back to its pool; a record on the stack (take_posted_receive) has none.
 void give_back_record(unexpected_t* message) {
   if (message->home != nullptr) device_impl_t::give_back(message);
 }
 
+// A receive a crash has failed meets a message that arrived before the
+// crash was known: the message is dropped (the receive already reported
+// fatal; a crashed sender's data is not trusted to be whole).
 status_t drop_message(device_impl_t& device, unexpected_t* message) {
   if (message->packet != nullptr) device.packet_pool()->pool.put(message->packet);
   give_back_record(message);
