@@ -382,11 +382,8 @@ bool handle_eager(device_impl_t& device, arrival_t& arrival, protocol::msg_type_
   if (take_posted_receive(device, *engine, key, &landed)) return true;
   // No record free: the arrival waits in the backlog (dispatch_eager),
   // holding its bytes, until a receive gives one back.
-  unexpected_t* message = device.take_unexpected();
+  unexpected_t* message = device.take_unexpected(landed);
   if (message == nullptr) return false;
-  message->rank = net_status.rank;
-  message->tag = fields.tag;
-  message->size = size;
   const arrival_t::kept_t kept = arrival.keep(data, size);
   if (kept.packet == nullptr) {
     device_impl_t::give_back(message);

@@ -113,11 +113,8 @@ bool handle_rts(device_impl_t& device, int rank, const rts_t& rts) {
   arrived.size = rts.size;
   arrived.rts = rts;
   if (take_posted_receive(device, *engine, key, &arrived)) return true;
-  unexpected_t* message = device.take_unexpected();
+  unexpected_t* message = device.take_unexpected(arrived);
   if (message == nullptr) return false;
-  device_pools_t* const home = message->home;
-  *message = arrived;
-  message->home = home;
   insert_unexpected(device, *engine, key, message);
   return true;
 }

@@ -51,6 +51,7 @@
 #include "lci/runtime/request.hpp"
 #include "lci/runtime/resources.hpp"
 #include "lci/runtime/watch_list.hpp"
+#include "lci/util/assert.hpp"
 #include "lci/util/atomic.hpp"
 #include "lci/util/object_pool.hpp"
 #include "lci/util/spinlock.hpp"
@@ -138,8 +139,8 @@ class device_impl_t {
   // Runs `step` now; if it returns retry, queues it for progress(). Returns
   // done or posted_backlog. Never refuses the step: most callers are
   // progress itself, with nobody to hand a refusal to, so past
-  // device_pools_t::backlog_steps_max waiting steps the backlog grows (the Pools table in
-  // docs/design/runtime.md says what bounds it).
+  // device_pools_t::backlog_steps_max waiting steps the backlog grows (the
+  // Pools table in docs/design/runtime.md says what bounds it).
   template <typename Step>
   error_t run_or_backlog(const Step& step) {
     // A non-empty backlog goes first: steps keep their order behind it.
@@ -167,10 +168,14 @@ class device_impl_t {
     if (request != nullptr) request->device = this;
     return request;
   }
-  // A record for an arrival of this device, or nullptr as take_request().
-  [[nodiscard]] unexpected_t* take_unexpected() {
+  // A record for an arrival of this device holding `fields` (a record on
+  // the caller's stack, home null), or nullptr as take_request().
+  [[nodiscard]] unexpected_t* take_unexpected(const unexpected_t& fields) {
+    LCI_DEBUG_ASSERT(fields.home == nullptr, "fields of a record already pooled");
     unexpected_t* message = pools_->unexpected.take();
-    if (message != nullptr) message->home = pools_;
+    if (message == nullptr) return nullptr;
+    *message = fields;
+    message->home = pools_;
     return message;
   }
   // A record for a post the backlog takes over (post_comm). Throws
