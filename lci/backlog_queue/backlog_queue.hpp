@@ -14,7 +14,7 @@
 //                a push onto a full ring doubles it (under the lock).
 // Limits:        none: push() never refuses. What is queued is a step that
 //                progress cannot hand back to anyone (a refused handshake,
-//                an arrival waiting for a record), so a full ring must not
+//                an arrival waiting for a packet), so a full ring must not
 //                fail it; entries_max is how many wait without allocating.
 //                The caller bounds what it queues (docs/design/runtime.md,
 //                "Pools").

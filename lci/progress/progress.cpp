@@ -36,9 +36,8 @@ union status_batch_t {
 }
 
 // An arrival whose handler found no packet for what it must keep (an
-// arrival in a receive region) or no free unexpected-message record: it
-// waits in the backlog, its bytes held, until one is free — the device's
-// back-pressure, which loses nothing.
+// arrival in a receive region): it waits in the backlog, its bytes held,
+// until one is free — the device's back-pressure, which loses nothing.
 void dispatch_eager(device_impl_t& device, arrival_t& arrival, protocol::msg_type_t type) {
   if (handle_eager(device, arrival, type)) return;
   arrival.detach();
@@ -51,9 +50,8 @@ void dispatch_eager(device_impl_t& device, arrival_t& arrival, protocol::msg_typ
   });
 }
 
-// An RTS that found its device's pool of records (requests, unexpected
-// messages) empty waits in the backlog until a finished operation gives
-// one back.
+// An RTS of an active message that found its device's pool of requests
+// empty waits in the backlog until a finished operation gives one back.
 void dispatch_rts(device_impl_t& device, int rank, const rts_t& rts) {
   device_impl_t* const device_ptr = &device;
   (void)device.run_or_backlog([device_ptr, rank, rts]() -> error_t {

@@ -1,6 +1,6 @@
 // The progress engine (paper §4.4): what progress() does for one device.
 //   1. re-run each backlogged protocol step (RTR, FIN, data writes, stores
-//      into a full matching table, arrivals waiting for a record) once;
+//      into a full matching table, arrivals waiting for a packet) once;
 //   2. poll a batch of network completions and dispatch each: arrivals
 //      (eager data, RTS, RTR, FIN, rendezvous data, signals) to their
 //      protocol, local completions (sends, writes, reads) to their request;

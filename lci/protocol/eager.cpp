@@ -380,15 +380,12 @@ bool handle_eager(device_impl_t& device, arrival_t& arrival, protocol::msg_type_
   landed.size = size;
   landed.data = data;
   if (take_posted_receive(device, *engine, key, &landed)) return true;
-  // No record free: the arrival waits in the backlog (dispatch_eager),
-  // holding its bytes, until a receive gives one back.
-  unexpected_t* message = device.take_unexpected(landed);
-  if (message == nullptr) return false;
+  // No packet to copy a message out of its region into: the arrival waits
+  // in the backlog (dispatch_eager), holding its bytes, until one is put
+  // back. A record it always gets (device_pools_t).
   const arrival_t::kept_t kept = arrival.keep(data, size);
-  if (kept.packet == nullptr) {
-    device_impl_t::give_back(message);
-    return false;
-  }
+  if (kept.packet == nullptr) return false;
+  unexpected_t* message = device.take_unexpected(landed);
   message->packet = kept.packet;
   message->data = kept.data;
   insert_unexpected(device, *engine, key, message);

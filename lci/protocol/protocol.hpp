@@ -118,13 +118,12 @@ void handle_local_completion(device_impl_t& device, const backend::net_status_t&
 // Between protocols.
 // An eager message or active message: delivered, matched or stored. false
 // (nothing done, the arrival still held): it must be kept and no packet is
-// free, or the device's pool of unexpected-message records is empty; the
-// caller tries again later.
+// free; the caller tries again later.
 [[nodiscard]] bool handle_eager(device_impl_t& device, arrival_t& arrival,
                                 protocol::msg_type_t type);
 // An RTS: an AM's receive starts, a send's waits in the matching table or
 // meets its receive. false (nothing done): the device's pool of requests
-// (AM) or unexpected-message records (send) is empty; try again later.
+// is empty (AM); try again later.
 [[nodiscard]] bool handle_rts(device_impl_t& device, int rank, const rts_t& rts);
 void handle_rtr(device_impl_t& device, int rank, const rtr_t& rtr);
 // FIN, or the write-with-immediate, from `rank`. Throws std::runtime_error
@@ -142,15 +141,14 @@ void handle_get_done(device_impl_t& device, request_t* request);
 // A receive meets an unexpected message (eager or RTS); takes both. Eager:
 // copies, and completes the receive (signal) or returns its status for the
 // caller to complete (!signal). RTS: starts the RTR; returns posted.
-// `message` is a pool's record, or one on the caller's stack (home null:
-// take_posted_receive()), which goes back to no pool.
+// `message` is a record from take_unexpected(), or one on the caller's
+// stack (home null: take_posted_receive()), which goes back to no pool.
 status_t match_receive(device_impl_t& device, request_t* recv, unexpected_t* message,
                        bool signal);
 // An arrived send, described by `message` (a record on the caller's stack,
 // home null; eager: `data` where it landed, no packet), meets a receive
-// already posted for it, with no record from the pool: a rank whose records
-// all hold messages it will receive later must still complete the receive
-// it waits on. true: matched (match_receive, signal). With one thread
+// already posted for it, with no record and no copy into a kept packet.
+// true: matched (match_receive, signal). With one thread
 // progressing the device it cannot take a receive past an earlier arrival
 // of its sender that waits in the backlog: progress() retries those (which
 // try this first) before it polls new arrivals, and the receive was posted

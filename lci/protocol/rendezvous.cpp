@@ -113,9 +113,7 @@ bool handle_rts(device_impl_t& device, int rank, const rts_t& rts) {
   arrived.size = rts.size;
   arrived.rts = rts;
   if (take_posted_receive(device, *engine, key, &arrived)) return true;
-  unexpected_t* message = device.take_unexpected(arrived);
-  if (message == nullptr) return false;
-  insert_unexpected(device, *engine, key, message);
+  insert_unexpected(device, *engine, key, device.take_unexpected(arrived));
   return true;
 }
 

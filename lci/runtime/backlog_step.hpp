@@ -1,6 +1,6 @@
 // backlog_step_t: a protocol step that must not be handed back to the user
 // as retry (an RTR, a FIN, a store into a full matching table, an arrival
-// that waits for a packet or a record): a function and its arguments,
+// that waits for a packet or a request): a function and its arguments,
 // stored inline, so that queueing one allocates nothing. progress() runs it
 // again until it stops returning retry.
 //

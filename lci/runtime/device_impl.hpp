@@ -29,10 +29,13 @@
 // Allocation:    at construction: the network device, the backlog ring, the
 //                first pre-posted receives, and (from the runtime, which
 //                keeps them) its pools of requests and unexpected-message
-//                records. Nothing after that on the data path.
+//                records. On the data path only past two bounds that
+//                progress cannot answer with retry: a full backlog ring
+//                doubles, and a record for an unexpected message past its
+//                pool is allocated (device_pools_t).
 // Limits:        device_pools_t's bounds; an empty pool is retry for a post and a
 //                backlogged arrival for progress (docs/design/runtime.md,
-//                "Pools").
+//                "Pools"), but for the records of unexpected messages.
 #pragma once
 
 #include <cstddef>
@@ -65,6 +68,15 @@ class runtime_impl_t;
 // owns them, not the device: a record may outlive its device (an
 // unexpected message in a matching engine the runtime shares, a receive
 // dropped with its device), and is then given back to a pool still there.
+//
+// Records for unexpected messages are the one pool an arrival never finds
+// empty: past `unexpected`'s bound, take_unexpected() allocates a record
+// (docs/design/runtime.md, "Pools"). An arrival cannot be refused, and
+// waiting for a record cost as much memory in the backlog while no receive
+// could find it; what bounds those records is what bounds the arrivals
+// (the packets holding eager messages, the senders' requests behind RTSs).
+// Records allocated so are listed until given back, so that the pools'
+// destruction frees those of messages nobody received.
 struct device_pools_t {
   device_pools_t(std::size_t requests_max, std::size_t unexpected_max,
                  std::size_t deferred_posts_max, std::size_t backlog_steps_max)
@@ -72,12 +84,51 @@ struct device_pools_t {
         unexpected(unexpected_max),
         deferred_posts(deferred_posts_max),
         backlog_steps_max(backlog_steps_max) {}
+  ~device_pools_t();
+  device_pools_t(const device_pools_t&) = delete;
+  device_pools_t& operator=(const device_pools_t&) = delete;
+
+  // A record from `unexpected`, or past its bound an allocated one; never
+  // nullptr. Any thread.
+  [[nodiscard]] unexpected_t* take_unexpected() {
+    unexpected_t* message = unexpected.take();
+    return message != nullptr ? message : allocate_unexpected();
+  }
+  // `message` (from take_unexpected) back where it came from. Any thread.
+  void give_back(unexpected_t* message) {
+    if (unexpected.owns(message)) {
+      unexpected.give_back(message);
+    } else {
+      free_unexpected(message);
+    }
+  }
+  // Diagnostics for tests: records ever allocated past the bound, and those
+  // still out.
+  std::uint64_t unexpected_allocated_total() const;
+  std::size_t unexpected_allocated_count() const;
+
   util::object_pool_t<request_t> requests;
   util::object_pool_t<unexpected_t> unexpected;
   util::object_pool_t<deferred_post_t> deferred_posts;
   // Steps the device's backlog holds without allocating (it grows past
   // that: device_impl_t::run_or_backlog).
   const std::size_t backlog_steps_max;
+
+ private:
+  // A record past the bound, linked while out. `record` comes first, so a
+  // record's address is its node's (both are standard layout).
+  struct allocated_unexpected_t {
+    unexpected_t record;
+    allocated_unexpected_t* prev = nullptr;
+    allocated_unexpected_t* next = nullptr;
+  };
+  unexpected_t* allocate_unexpected();
+  void free_unexpected(unexpected_t* message);
+
+  mutable util::spinlock_t allocated_lock_;
+  allocated_unexpected_t* allocated_head_ = nullptr;  // guarded by allocated_lock_
+  std::size_t allocated_count_ = 0;                   // guarded by allocated_lock_
+  std::uint64_t allocated_total_ = 0;                 // guarded by allocated_lock_
 };
 
 class device_impl_t {
@@ -169,11 +220,10 @@ class device_impl_t {
     return request;
   }
   // A record for an arrival of this device holding `fields` (a record on
-  // the caller's stack, home null), or nullptr as take_request().
+  // the caller's stack, home null); never nullptr (device_pools_t).
   [[nodiscard]] unexpected_t* take_unexpected(const unexpected_t& fields) {
     LCI_DEBUG_ASSERT(fields.home == nullptr, "fields of a record already pooled");
-    unexpected_t* message = pools_->unexpected.take();
-    if (message == nullptr) return nullptr;
+    unexpected_t* message = pools_->take_unexpected();
     *message = fields;
     message->home = pools_;
     return message;
@@ -187,7 +237,7 @@ class device_impl_t {
   static void give_back(request_t* request) {
     request->device->pools_->requests.give_back(request);
   }
-  static void give_back(unexpected_t* message) { message->home->unexpected.give_back(message); }
+  static void give_back(unexpected_t* message) { message->home->give_back(message); }
 
   // Counts `request` among the operations in flight (in_flight_mark_t).
   void mark_in_flight(request_t* request) { request->in_flight.arm(&in_flight_count_); }

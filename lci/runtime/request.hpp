@@ -9,10 +9,12 @@
 // Ownership:     taken from its device's pool (device_impl_t::take_request,
 //                take_unexpected) by a post or by progress; given back by
 //                whoever finishes it (device_impl_t::give_back).
-// Allocation:    none: the pools are allocated with the device.
+// Allocation:    none while the pools, allocated with the device, have
+//                room; an unexpected-message record past its pool's bound
+//                is allocated (device_pools_t).
 // Limits:        the pools' bounds (docs/design/runtime.md, "Pools"); an
-//                empty pool is retry for a post, and waits in the backlog
-//                for an arrival.
+//                empty request pool is retry for a post, and waits in the
+//                backlog for an arrival.
 #pragma once
 
 #include <cstddef>

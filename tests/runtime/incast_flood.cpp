@@ -3,9 +3,12 @@
 // steps per device, runtime_impl.cpp's sizing_for): every rank but 0 posts
 // sends_per_sender rendezvous sends to rank 0, which only progresses for
 // flood_time and then receives them all (matching any message). Two senders
-// put 22,000 RTSs in front of rank 0: past its records, the rest wait in
-// its backlog, more than its ring holds. Before the backlog could grow,
-// rank 0's progress threw "device backlog full" here over libfabric shm.
+// put 22,000 RTSs in front of rank 0, about 5,600 more than its records.
+// Before the backlog could grow, those waited there, more than its ring
+// held, and rank 0's progress threw "device backlog full" here over
+// libfabric shm; once it could, draining them took seconds, each receive
+// paying a try of every RTS still waiting. Rank 0 now allocates records
+// past its pool (docs/design/runtime.md, "Pools").
 // Run as N >= 3 real processes under tools/lcirun (tests/runtime/BUILD).
 // Rank 0 prints "rank 0: received <count>"; every rank prints "rank <r>:
 // left cleanly" after g_runtime_fina, or "rank <r>: error: <what>" and

@@ -1,20 +1,22 @@
 // Incast: every other rank sends many messages to rank 0 before rank 0
 // posts a single receive, the way a task runtime's workers flood a master
-// that is busy elsewhere. Rank 0's device keeps the first arrivals as
-// unexpected messages (a pool of records, docs/design/runtime.md "Pools");
-// the rest wait in its backlog, and past that the senders are held back,
-// until rank 0's receives take them. However many wait, nothing may be
+// that is busy elsewhere. Rank 0's device keeps the arrivals as unexpected
+// messages (docs/design/runtime.md "Pools"); an eager message copied out
+// of its receive region needs a packet, and past the packets it waits in
+// the backlog holding its bytes, so that the senders are held back until
+// rank 0's receives take the kept ones. However many wait, nothing may be
 // lost or corrupted, and rank 0's progress may not fail: nobody can be
 // asked to retry it. (Before the backlog could grow, a step past its ring
 // made progress throw std::length_error.)
 //
-// Two shapes, eager messages from one rank (they wait holding the bytes
-// they landed in) and rendezvous sends from six (their RTSs wait for a
-// record), each received two ways: by receives that match any message
-// (matching_policy_t::none: each takes the oldest one stored), and by
-// receives that name their message by rank and tag, rank 1's first. The
-// second way needs a receive to take its message even while every record
-// holds a message received only later (docs/design/runtime.md, "Pools").
+// Two shapes, eager messages from one rank (they wait for packets) and
+// rendezvous sends from six (their RTSs are more than the device's pool of
+// records for unexpected messages: the rest are allocated), each received
+// two ways: by receives that match any message (matching_policy_t::none:
+// each takes the oldest one stored), and by receives that name their
+// message by rank and tag, rank 1's first. The second way needs a receive
+// to take its message while messages it will receive only later hold the
+// packets (and, before records past the pool were allocated, every record).
 #include <gtest/gtest.h>
 
 #include <cstddef>
@@ -41,8 +43,9 @@ struct incast_t {
   bool named;
 };
 
-// More than a simulated device's records for unexpected messages (1024),
-// and past those more than its backlog's ring holds (256 steps) wait.
+// Eager: more than a simulated rank's packets, and past those more than its
+// backlog's ring holds (256 steps) wait. Rendezvous: more RTSs than a
+// simulated device's records for unexpected messages (1024).
 constexpr incast_t eager_incast{2, 1500, 8, false};
 constexpr incast_t rendezvous_incast{7, 250, 9000, false};
 constexpr incast_t named_eager_incast{2, 1500, 8, true};
