@@ -212,6 +212,9 @@ error_t sim_device_t::post_recv_locked(const detail::recv_slot_t& slot, bool* cr
   if (*crash) return errorcode_t::done;  // not returned: the caller throws
   if (port_->recvs.full()) return errorcode_t::retry_nomem;
   if (!port_->cq_has_room()) return errorcode_t::retry_nomem;
+  if (slot.multi && detail::profile_refuses_multi_recv_locked(world_, *port_)) {
+    return errorcode_t::retry_nomem;
+  }
   port_->recvs.push(slot);
   ++port_->cq_reserved;
   *pump = port_->waiting_head != nullptr;

@@ -44,6 +44,12 @@ provider_profile_t make_shm() {
   p.puts_per_peer_max = 512;            // delivery-complete puts of 8 KiB per idle peer
   p.checks_remote_keys = false;         // bad key / out of bounds: no completion, peer stalls
   p.get_waits_for_target = false;       // fi_read completes while the peer is idle
+  // Posted receives and unexpected messages take one of rx_attr.size
+  // entries each; fi_recvmsg(FI_MULTI_RECV) takes its entry before it
+  // matches unexpected messages: -FI_ENOMEM once they hold every entry
+  // (30,000 eager messages of 1000 B from two ranks to a rank with
+  // LCI_OFI_MULTI_RECV=1, docs/design/sim_network.md).
+  p.recv_entries = 1024;
   p.registrations_table = registrations_table;
   return p;
 }
@@ -229,6 +235,31 @@ refusal_t profile_admit_locked(world_t& world, port_t& origin, packet_kind_t kin
   return refusal;
 }
 
+bool profile_refuses_multi_recv_locked(world_t& world, port_t& port) {
+  const provider_profile_t& profile = world.options().profile;
+  if (profile.recv_entries == 0 ||
+      port.recvs.size() + port.waiting_unexpected_count < profile.recv_entries) {
+    return false;
+  }
+  ++port.profile.refusals[static_cast<std::size_t>(refusal_t::recv_entries_full)];
+  return true;
+}
+
+void profile_note_waiting_locked(world_t& world, port_t& target, packet_t* packet,
+                                 bool target_calls) {
+  const provider_profile_t& profile = world.options().profile;
+  if (profile.recv_entries == 0 || !target_calls || packet->kind != packet_kind_t::send) return;
+  if ((packet->profile_flags & packet_unexpected) != 0) return;  // it has its entry
+  if (target.recvs.size() + target.waiting_unexpected_count >= profile.recv_entries) return;
+  if ((packet->profile_flags & packet_inbound) != 0) {
+    // relaxed: see port_profile_state_t::inbound_count.
+    const std::uint64_t before = target.profile.inbound_count.fetch_sub(1, util::mo_relaxed);
+    LCI_ASSERT(before > 0, "inbound count below 0");
+    packet->profile_flags &= static_cast<std::uint8_t>(~packet_inbound);
+  }
+  packet->profile_flags |= packet_unexpected;
+}
+
 void profile_note_posted_locked(world_t& world, port_t& origin, packet_t* packet) {
   const provider_profile_t& profile = world.options().profile;
   LCI_ASSERT(packet->profile_flags == 0, "a packet posted with profile flags");
@@ -347,6 +378,7 @@ const char* get_refusal_name(refusal_t refusal) {
     case refusal_t::small_put_in_flight: return "small_put_in_flight";
     case refusal_t::puts_per_peer: return "puts_per_peer";
     case refusal_t::target_queue_full: return "target_queue_full";
+    case refusal_t::recv_entries_full: return "recv_entries_full";
   }
   return "unknown";
 }

@@ -41,6 +41,13 @@
 //   get progress get_waits_for_target false: with rma_waits_for_target a
 //                get still lands on arrival (shm reads with
 //                process_vm_readv, without the target's help)
+//   recv entries posted receives and unexpected messages share
+//                recv_entries: a send that still finds no receive when the
+//                target's device call pumps it becomes unexpected, leaving
+//                the target queue for a free entry (shm's progress moves it
+//                out of the command queue); a multi-receive post is refused
+//                (retry_nomem, like shm's -FI_ENOMEM) while they fill them,
+//                a plain one is not (it takes a waiting message)
 //
 // Thread safety: profiles are constants; port_profile_state_t is its port's
 //                (counters under the port's lock, atomics as commented).
@@ -92,6 +99,11 @@ struct provider_profile_t {
   // virtual address, rmr.base + offset.
   bool addresses_by_offset = false;
   bool get_waits_for_target = true;
+  // Entries that posted receives and unexpected messages share (shm:
+  // rx_attr.size). A multi-receive post needs a free one first; a plain
+  // receive a waiting message takes needs none. 0: no such entries (a
+  // waiting message stays in the target queue).
+  std::size_t recv_entries = 0;
   // The sim's registration table under the profile; devices report
   // registrations_max 0 (no limit known), as the ofi backend does.
   std::size_t registrations_table = 0;  // 0: the world's registrations_max, reported
@@ -124,8 +136,9 @@ enum class refusal_t : std::uint8_t {
   small_put_in_flight,  // a small put to that peer is in flight
   puts_per_peer,        // puts_per_peer_max reached
   target_queue_full,    // target_queue_max reached at the target
+  recv_entries_full,    // a multi-receive post while recv_entries are all in use
 };
-inline constexpr std::size_t refusals_count = 5;
+inline constexpr std::size_t refusals_count = 6;
 const char* get_refusal_name(refusal_t refusal);
 // Posts the world's devices refused for `refusal` so far (takes each port's
 // lock; for tests and reports).
@@ -142,6 +155,7 @@ inline constexpr std::uint8_t packet_small_put = 1;    // counted in small_puts_
 inline constexpr std::uint8_t packet_large_put = 2;    // counted in puts_to
 inline constexpr std::uint8_t packet_inbound = 4;      // counted in the target's inbound
 inline constexpr std::uint8_t packet_stalled = 8;      // refused key, unchecked: never lands
+inline constexpr std::uint8_t packet_unexpected = 16;  // in a receive entry (recv_entries)
 
 // A port's profile state (sized at open_port, only under a profile).
 struct port_profile_state_t {
@@ -179,6 +193,15 @@ void profile_note_posted_locked(world_t& world, port_t& origin, packet_t* packet
 void profile_note_home_locked(world_t& world, port_t& origin, packet_t* packet);
 // A poll_comp or post_recv of the port's device (outside its lock).
 void profile_note_call(world_t& world, port_t& port);
+// Under the port's lock, before a multi-receive post takes a slot: whether
+// the provider would refuse it (recv_entries; counted).
+[[nodiscard]] bool profile_refuses_multi_recv_locked(world_t& world, port_t& port);
+// Under the target's lock, before `packet` (a send no receive took) joins
+// its waiting list: pumped by the target's own call (target_calls), it
+// becomes unexpected while recv_entries has room, and leaves the target
+// queue (packet_unexpected instead of packet_inbound).
+void profile_note_waiting_locked(world_t& world, port_t& target, packet_t* packet,
+                                 bool target_calls);
 // Under the target's lock, for an RMA whose key or bounds the target would
 // refuse, on a network that does not check them: returns whether it was
 // delivered (a get: yes, no fault; a put: never, it stays waiting).

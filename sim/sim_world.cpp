@@ -141,6 +141,7 @@ void port_t::waiting_push(packet_t* packet) {
   }
   waiting_tail = packet;
   ++waiting_count;
+  if ((packet->profile_flags & packet_unexpected) != 0) ++waiting_unexpected_count;
 }
 
 packet_t* port_t::waiting_detach() {
@@ -148,6 +149,7 @@ packet_t* port_t::waiting_detach() {
   waiting_head = nullptr;
   waiting_tail = nullptr;
   waiting_count = 0;
+  waiting_unexpected_count = 0;
   return list;
 }
 
@@ -589,6 +591,7 @@ bool world_t::deliver_at_target(port_t& target, packet_t& packet, net_status_t* 
     delivered = lands_now && deliver_rma(target, packet, local);
   }
   if (!delivered) {
+    detail::profile_note_waiting_locked(*this, target, &packet, target_calls);
     target.waiting_push(&packet);
     trace_event('W', packet, net_fault_t::none);
   }

@@ -377,6 +377,9 @@ struct port_t {
   packet_t* waiting_head = nullptr;  // others' packets waiting here (RNR)
   packet_t* waiting_tail = nullptr;
   std::size_t waiting_count = 0;
+  // Of those, packets the profile moved into the provider's receive
+  // entries (packet_unexpected: profile_note_waiting_locked).
+  std::size_t waiting_unexpected_count = 0;
   std::vector<registration_t> registrations;  // fixed size
   std::uint64_t registrations_made = 0;       // successful register_memory calls
   // Registrations still standing when the device closed: a leftover (a

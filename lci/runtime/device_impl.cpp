@@ -171,6 +171,9 @@ device_impl_t::device_impl_t(runtime_impl_t* runtime, const attr_device_t& attr,
     regions_ = std::make_unique<recv_regions_t>(
         std::min(recv_regions_max, net_attr.net_max_recvs),
         recv_region_packets * net_attr.multi_recv_min_free);
+    // The packets replenish_regions() posts while a region is refused.
+    recvs_refill_batch_ = std::clamp<std::size_t>(net_attr.net_max_recvs / 4, 1,
+                                                  recvs_refill_batch_max);
   } else {
     recvs_target_ = net_attr.net_max_recvs;
     recvs_refill_batch_ = std::clamp<std::size_t>(recvs_target_ / 4, 1, recvs_refill_batch_max);
@@ -337,7 +340,7 @@ void device_impl_t::finish_backlog_step() {
   LCI_ASSERT(before >= 1, "backlog steps went negative");
 }
 
-bool device_impl_t::post_receives() {
+bool device_impl_t::post_receives(std::size_t target) {
   bool posted_any = false;
   while (true) {
     // Reserves a chunk before posting it, so that threads topping up at
@@ -345,7 +348,7 @@ bool device_impl_t::post_receives() {
     // recvs_posted_.
     const std::size_t chunk = recvs_refill_batch_;
     const std::size_t before = recvs_posted_.fetch_add(chunk, util::mo_relaxed);
-    const std::size_t wanted = before < recvs_target_ ? std::min(chunk, recvs_target_ - before) : 0;
+    const std::size_t wanted = before < target ? std::min(chunk, target - before) : 0;
     // The pool's receive share (packet_pool_impl_t) keeps packets for sends.
     const std::size_t shares =
         wanted == 0 ? 0 : packet_pool_->take_receive_shares(wanted, /*device_has_none=*/before == 0);
@@ -367,6 +370,22 @@ bool device_impl_t::post_receives() {
     if (posted < chunk) break;  // the target reached, or no share, packet or room
   }
   return posted_any;
+}
+
+bool device_impl_t::replenish_regions() {
+  bool refused_nomem = false;
+  const bool posted = regions_->post_ready(*net_, &refused_nomem);
+  // A network out of room for a region may stay so until receives take the
+  // messages it holds unmatched: libfabric 1.17's shm keeps its unexpected
+  // messages in the same rx_attr.size entries as posted receives, takes an
+  // entry for a multi-receive post before it looks at them (-FI_ENOMEM when
+  // none is free), and hands them over only to receives posted later,
+  // where a plain receive needs no entry of its own. So while a region is
+  // refused so, packets are posted, a batch at a time (the next once the
+  // last has been consumed), each taking one held message and freeing its
+  // entry, until a region is taken again. relaxed: see recvs_posted_.
+  if (!refused_nomem || recvs_posted_.load(util::mo_relaxed) != 0) return posted;
+  return post_receives(recvs_refill_batch_) || posted;
 }
 
 }  // namespace lci::detail

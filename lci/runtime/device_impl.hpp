@@ -268,10 +268,10 @@ class device_impl_t {
   // false when nothing could be posted (too few missing, no packet, or the
   // network refused).
   bool replenish_receives() {
-    if (regions_ != nullptr) return regions_->post_ready(*net_);
+    if (regions_ != nullptr) return replenish_regions();
     // relaxed: see recvs_posted_.
     if (recvs_posted_.load(util::mo_relaxed) + recvs_refill_batch_ > recvs_target_) return false;
-    return post_receives();
+    return post_receives(recvs_target_);
   }
   // `count` pre-posted packets took messages (they are the runtime's now):
   // progress notes a poll's worth at once, so that the counters every
@@ -332,7 +332,10 @@ class device_impl_t {
   [[noreturn]] static void throw_raw(const char* op);
   [[noreturn]] static void throw_not_raw(const char* op);
   bool drain_backlog_steps();  // drain_backlog() with steps waiting
-  bool post_receives();        // replenish_receives() below the target
+  // Pre-posted packets up to `target`, a batch at a time.
+  bool post_receives(std::size_t target);
+  // replenish_receives() of a device with receive regions.
+  bool replenish_regions();
   // Queues a step the network refused; returns posted_backlog.
   error_t push_backlog(backlog_step_t step);
   // A step popped from the backlog finished (or threw): no longer counted.
@@ -365,8 +368,8 @@ class device_impl_t {
   // many threads progress one device. A quarter of the target, at most
   // recvs_refill_batch_max (device_impl.cpp): 8 of the simulator's default 32.
   std::size_t recvs_refill_batch_ = 1;
-  // Set when the network offers multi-receive buffers (then no packet is
-  // pre-posted).
+  // Set when the network offers multi-receive buffers (then packets are
+  // pre-posted only while it refuses a region: replenish_regions()).
   std::unique_ptr<recv_regions_t> regions_;
   // Requests in flight (in_flight_mark_t); read by drained().
   util::atomic<std::int64_t> in_flight_count_{0};

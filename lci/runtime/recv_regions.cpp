@@ -40,7 +40,7 @@ void recv_regions_t::finish(region_t& region) {
   ready_count_.fetch_add(1, util::mo_relaxed);  // relaxed: see ready_count_
 }
 
-bool recv_regions_t::post_ready(backend::net_device_t& net) {
+bool recv_regions_t::post_ready(backend::net_device_t& net, bool* refused_nomem) {
   // relaxed: a region marked meanwhile is posted by the next call.
   if (ready_count_.load(util::mo_relaxed) == 0) return false;
   bool posted_any = false;
@@ -60,6 +60,7 @@ bool recv_regions_t::post_ready(backend::net_device_t& net) {
     }
     if (error.is_retry()) {
       region.ready.store(true, util::mo_relaxed);  // relaxed: as above
+      if (error.errorcode == errorcode_t::retry_nomem) *refused_nomem = true;
       break;
     }
     ready_count_.fetch_sub(1, util::mo_relaxed);  // relaxed: see ready_count_

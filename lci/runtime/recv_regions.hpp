@@ -55,9 +55,11 @@ class recv_regions_t {
   // put in the region.
   void release_posting(const backend::net_status_t& status);
   // Posts every region marked for posting; false when none was posted. A
-  // region the network refuses (retry) stays marked. Throws what
-  // post_recv_multi throws.
-  bool post_ready(backend::net_device_t& net);
+  // region the network refuses (retry) stays marked; *refused_nomem is set
+  // when the refusal was retry_nomem (the network is out of room for a
+  // receive, not busy), else left alone. Throws what post_recv_multi
+  // throws.
+  bool post_ready(backend::net_device_t& net, bool* refused_nomem);
 
  private:
   struct region_t {

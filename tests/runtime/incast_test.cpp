@@ -27,6 +27,7 @@
 
 #include "lci.hpp"
 #include "sim/sim_harness_gtest.hpp"
+#include "sim/sim_profile.hpp"
 #include "tests/runtime/runtime_test_util.hpp"
 
 namespace {
@@ -41,6 +42,11 @@ struct incast_t {
   // Receives name their message's rank and tag (matching_policy_t::rank_tag,
   // tag = the message's index), else match any (matching_policy_t::none).
   bool named;
+  // The simulated network behaves as libfabric's shm (provider profile) and
+  // rank 0's device receives into multi-receive regions
+  // (LCI_OFI_MULTI_RECV=1 over shm); rank 0 checks that its network refused
+  // a region because messages waiting unmatched held its receive entries.
+  bool shm_regions = false;
 };
 
 // Eager: more than a simulated rank's packets, and past those more than its
@@ -50,6 +56,9 @@ constexpr incast_t eager_incast{2, 1500, 8, false};
 constexpr incast_t rendezvous_incast{7, 250, 9000, false};
 constexpr incast_t named_eager_incast{2, 1500, 8, true};
 constexpr incast_t named_rendezvous_incast{7, 250, 9000, true};
+// Past the 1024 messages shm keeps unmatched while rank 0's regions wait
+// for packets to copy their messages into.
+constexpr incast_t shm_regions_incast{6, 600, 1000, false, true};
 
 lci::matching_policy_t policy_of(const incast_t& incast) {
   return incast.named ? lci::matching_policy_t::rank_tag : lci::matching_policy_t::none;
@@ -142,6 +151,10 @@ void run_incast(const incast_t& incast, lci::sim::rank_env_t& env) {
   lci::barrier();
   if (env.rank() == 0) {
     receive_all(incast);
+    if (incast.shm_regions) {
+      require(lci::sim::profile_refusals(env.world(), lci::sim::refusal_t::recv_entries_full) > 0,
+              "the network never refused a region: the flood did not reach its receive entries");
+    }
   } else {
     send_all(incast, env.rank(), counter);
   }
@@ -154,7 +167,13 @@ void expect_incast_ok(const incast_t& incast) {
   lci::sim::sweep_t sweep;
   sweep.seeds_count = 2;
   sweep.concurrent = false;  // rank 0's quiet phase counts on simulated time
-  sweep.configure = [](lci::sim::run_options_t& options) { options.log = false; };
+  sweep.configure = [incast](lci::sim::run_options_t& options) {
+    options.log = false;
+    if (incast.shm_regions) {
+      lci::sim::apply_provider_profile(&options.world, lci::sim::profile_kind_t::shm);
+      options.world.multi_recv = true;
+    }
+  };
   lci::sim::expect_runs_ok(incast.ranks_count, sweep,
                            [incast](lci::sim::rank_env_t& env) { run_incast(incast, env); });
 }
@@ -177,6 +196,17 @@ TEST(Incast, ReceivesNamingEagerMessagesTakeThemPastFullRecords) {
 TEST(Incast, ReceivesNamingRendezvousSendsTakeThemPastFullRecords) {
   LCI_SIM_ONLY("counts on the simulated network delivering while rank 0 only progresses");
   expect_incast_ok(named_rendezvous_incast);
+}
+
+// A region refused because unmatched messages hold the network's receive
+// entries stays refused until receives take those messages: the device
+// posts packets meanwhile (device_impl_t::replenish_regions). Without
+// them, over libfabric shm with LCI_OFI_MULTI_RECV=1, rank 0 threw
+// "fi_recvmsg: Cannot allocate memory" (or, with that taken as a retry,
+// waited forever).
+TEST(Incast, EagerMessagesPastShmsReceiveEntriesReachRegionsAgain) {
+  LCI_SIM_ONLY("counts on the simulated network delivering while rank 0 only progresses");
+  expect_incast_ok(shm_regions_incast);
 }
 
 }  // namespace
