@@ -34,6 +34,8 @@ void alltoall_x::call_impl(const void* sendbuf, void* recvbuf, size_t size, devi
   const char* const source = static_cast<const char*>(sendbuf);
   char* const target = static_cast<char*>(recvbuf);
   const auto block = [size](int rank) { return static_cast<std::size_t>(rank) * size; };
+  detail::collective::check_buffers("alltoall", sendbuf, block(rank_n), recvbuf, block(rank_n),
+                                    nullptr);
   if (size != 0) {
     std::memcpy(target + block(rank_me), source + block(rank_me), size);
     // Equivalent mutants: bound. Both schedules deliver every block at any size

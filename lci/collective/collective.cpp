@@ -8,6 +8,7 @@
 // them; the last round's end signals the caller's completion object.
 #include "lci/collective/collective.hpp"
 
+#include <cstdint>
 #include <cstring>
 #include <stdexcept>
 #include <string>
@@ -78,6 +79,22 @@ void check_steps(std::size_t steps, const char* algorithm) {
                                 std::to_string(steps) + " steps at this rank count; a collective's "
                                 "tag has room for " + std::to_string(steps_max));
   }
+}
+
+void check_buffers(const char* op, const void* sendbuf, std::size_t send_bytes,
+                   const void* recvbuf, std::size_t recv_bytes, const void* in_place) {
+  if (send_bytes == 0 || recv_bytes == 0 || recvbuf == in_place) return;
+  const auto send_first = reinterpret_cast<std::uintptr_t>(sendbuf);
+  const auto recv_first = reinterpret_cast<std::uintptr_t>(recvbuf);
+  // Both ranges are the caller's objects, so neither end wraps.
+  const bool disjoint =
+      recv_first >= send_first + send_bytes || send_first >= recv_first + recv_bytes;
+  if (disjoint) return;
+  throw std::invalid_argument(std::string("lci: ") + op + ": recvbuf overlaps sendbuf" +
+                              (in_place == nullptr
+                                   ? " (the buffers must not overlap)"
+                                   : " (only recvbuf = sendbuf + rank_me x the block size, "
+                                     "in place, may)"));
 }
 
 namespace {

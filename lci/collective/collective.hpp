@@ -124,6 +124,15 @@ class schedule_t {
 // Throws std::invalid_argument when `steps` steps do not fit a tag.
 void check_steps(std::size_t steps, const char* algorithm);
 
+// Throws std::invalid_argument naming `op` when the send range
+// [sendbuf, + send_bytes) and the receive range [recvbuf, + recv_bytes)
+// share a byte, unless recvbuf is `in_place` (the one overlap a collective
+// allows: reduce_scatter's own block of sendbuf; nullptr: none allowed).
+// A schedule reads its send buffer while messages land in the receive
+// buffer, so any other overlap would give wrong results, not an error.
+void check_buffers(const char* op, const void* sendbuf, std::size_t send_bytes,
+                   const void* recvbuf, std::size_t recv_bytes, const void* in_place);
+
 // What a call resolved its options to.
 struct call_t {
   runtime_impl_t* runtime;

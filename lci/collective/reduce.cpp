@@ -207,18 +207,22 @@ void add_reduce_scatter_direct(schedule_t& schedule, const void* sendbuf, void* 
   const char* const blocks = static_cast<const char*>(sendbuf);
   const std::size_t own_offset = static_cast<std::size_t>(rank_me) * block_bytes;
   round_t& round = schedule.add_round();
-  std::vector<const void*> contributions(static_cast<std::size_t>(rank_n), blocks + own_offset);
+  std::vector<const void*> incoming(static_cast<std::size_t>(rank_n), nullptr);
   for (int rank = 0; rank < rank_n; ++rank) {
     if (rank == rank_me) continue;
-    void* incoming = schedule.scratch(block_bytes);
-    contributions[static_cast<std::size_t>(rank)] = incoming;
+    void* block = schedule.scratch(block_bytes);
+    incoming[static_cast<std::size_t>(rank)] = block;
     schedule.send(round, rank, blocks + static_cast<std::size_t>(rank) * block_bytes, block_bytes,
                   0);
-    schedule.recv(round, rank, incoming, block_bytes, 0);
+    schedule.recv(round, rank, block, block_bytes, 0);
   }
-  schedule.copy(round, contributions[0], recvbuf, block_bytes);
-  for (int rank = 1; rank < rank_n; ++rank) {
-    schedule.reduce(round, recvbuf, contributions[static_cast<std::size_t>(rank)], recvbuf,
+  // The own contribution first: in place, recvbuf is that block of sendbuf
+  // (the one overlap reduce_scatter_x::call_impl lets through), and a
+  // reduction into recvbuf before it was read would overwrite it.
+  schedule.copy(round, blocks + own_offset, recvbuf, block_bytes);
+  for (int rank = 0; rank < rank_n; ++rank) {
+    if (rank == rank_me) continue;
+    schedule.reduce(round, recvbuf, incoming[static_cast<std::size_t>(rank)], recvbuf,
                     block_bytes);
   }
 }
@@ -313,6 +317,11 @@ void reduce_scatter_x::call_impl(const void* sendbuf, void* recvbuf, size_t recv
   check_op(op, block_bytes);
   schedule_t schedule(call.runtime->rank_me(), call.runtime->rank_n(), item_size, op);
   const int rank_n = schedule.rank_n();
+  const char* const own_block = static_cast<const char*>(sendbuf) +
+                                static_cast<std::size_t>(schedule.rank_me()) * block_bytes;
+  detail::collective::check_buffers("reduce_scatter", sendbuf,
+                                    block_bytes * static_cast<std::size_t>(rank_n), recvbuf,
+                                    block_bytes, own_block);
   if (block_bytes != 0 && rank_n == 1) {
     schedule.copy(schedule.add_round(), sendbuf, recvbuf, block_bytes);
   } else if (block_bytes != 0) {

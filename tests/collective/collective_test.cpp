@@ -1,13 +1,16 @@
 // The collectives (lci/collective/) over the simulated network: every
 // collective x rank counts x sizes (0, a few items, one past the eager
-// limit) x blocking and non-blocking x every forced algorithm, each result
-// checked against a sequential reference computed locally from every rank's
-// input (a function of rank, index and call); then faults, seeds, and
-// collectives running concurrently on two devices of one runtime.
+// limit) x blocking and non-blocking x every forced algorithm
+// (reduce_scatter in place when blocking), each result checked against a
+// sequential reference computed locally from every rank's input (a function
+// of rank, index and call); then faults, seeds, refused overlapping buffers,
+// and collectives running concurrently on two devices of one runtime.
 #include <gtest/gtest.h>
 
 #include <cstdint>
 #include <cstring>
+#include <functional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -112,25 +115,29 @@ void check_broadcast(context_t& c, std::size_t count, lci::broadcast_algorithm_t
       << " root " << root << " ring_nsteps " << ring_nsteps << " " << c.where();
 }
 
+// in_place: recvbuf is this rank's own block of sendbuf, as upstream LCI's
+// own test passes it (sendbuf + rank_me x recvcount).
 void check_reduce_scatter(context_t& c, std::size_t recvcount,
-                          lci::reduce_scatter_algorithm_t algorithm, bool blocking) {
+                          lci::reduce_scatter_algorithm_t algorithm, bool blocking, bool in_place) {
   const std::uint64_t call = ++c.call;
   const std::size_t n = static_cast<std::size_t>(c.rank_n);
+  const std::size_t own_offset = recvcount * static_cast<std::size_t>(c.rank_me);
   std::vector<item_t> send = inputs(c.rank_me, recvcount * n, call);
   std::vector<item_t> recv(recvcount, poison);
+  item_t* target = in_place ? send.data() + own_offset : recv.data();
   lci::comp_t comp = maybe_sync(blocking);
-  lci::reduce_scatter_x(send.data(), recv.data(), recvcount, sizeof(item_t), sum_op)
+  lci::reduce_scatter_x(send.data(), target, recvcount, sizeof(item_t), sum_op)
       .algorithm(algorithm)
       .device(c.device)
       .comp(comp)();
   finish(comp, c.device);
   free_maybe(comp);
   const std::vector<item_t> sum = sum_of_all(c.rank_n, recvcount * n, call);
-  const auto first =
-      sum.begin() + static_cast<std::ptrdiff_t>(recvcount * static_cast<std::size_t>(c.rank_me));
-  EXPECT_EQ(recv, std::vector<item_t>(first, first + static_cast<std::ptrdiff_t>(recvcount)))
+  const auto first = sum.begin() + static_cast<std::ptrdiff_t>(own_offset);
+  EXPECT_EQ(std::vector<item_t>(target, target + recvcount),
+            std::vector<item_t>(first, first + static_cast<std::ptrdiff_t>(recvcount)))
       << "reduce_scatter " << lci::get_reduce_scatter_algorithm_str(algorithm) << " recvcount "
-      << recvcount << " " << c.where();
+      << recvcount << " in_place " << in_place << " " << c.where();
 }
 
 void check_reduce(context_t& c, std::size_t count) {
@@ -206,7 +213,7 @@ void every_collective(context_t& c) {
       }
       for (auto algorithm : {reduce_scatter_algorithm_t::none, reduce_scatter_algorithm_t::direct,
                              reduce_scatter_algorithm_t::tree, reduce_scatter_algorithm_t::ring}) {
-        check_reduce_scatter(c, count, algorithm, blocking);
+        check_reduce_scatter(c, count, algorithm, blocking, /*in_place=*/blocking);
       }
       check_alltoall(c, count, blocking);
       if (blocking) {  // reduce and allgather have no comp option (upstream's API)
@@ -265,6 +272,46 @@ TEST(CollectiveFaults, EveryCollectiveUnderFaults) {
     EXPECT_GT(report.faults_injected[static_cast<std::size_t>(fault_kind_t::reorder)], 0u);
     EXPECT_GT(report.faults_injected[static_cast<std::size_t>(fault_kind_t::send_queue_full)], 0u);
   }
+}
+
+// Overlapping send and receive buffers are refused before anything is sent
+// (every rank refuses alike, so none waits for the others), but for
+// reduce_scatter's in-place form, which every schedule above computes.
+void overlapping_buffers_body(lci::sim::rank_env_t&) {
+  lci::g_runtime_init();
+  const std::size_t n = static_cast<std::size_t>(lci::get_rank_n());
+  std::vector<item_t> send(2 * n + 1, 1);
+  item_t* const own_block = send.data() + 2 * static_cast<std::size_t>(lci::get_rank_me());
+  const auto overlap_refused = [](const std::function<void()>& call, const char* what) {
+    try {
+      call();
+      ADD_FAILURE() << what << " was not refused";
+    } catch (const std::invalid_argument& error) {
+      EXPECT_NE(std::string(error.what()).find("recvbuf overlaps sendbuf"), std::string::npos)
+          << what << ": " << error.what();
+    }
+  };
+  overlap_refused(
+      [&] { lci::reduce_scatter(send.data(), own_block + 1, 2, sizeof(item_t), sum_op); },
+      "reduce_scatter into the middle of its own block");
+  overlap_refused(
+      [&] { lci::reduce_scatter(send.data() + 1, send.data() + 2, 2, sizeof(item_t), sum_op); },
+      "reduce_scatter into a block not its own");
+  overlap_refused([&] { lci::alltoall(send.data(), send.data(), sizeof(item_t)); },
+                  "alltoall in place");
+  overlap_refused([&] { lci::alltoall(send.data(), send.data() + n - 1, sizeof(item_t)); },
+                  "alltoall into its last block");
+  // The refused calls left nothing behind: the next collective agrees.
+  std::vector<item_t> recv(2, poison);
+  lci::reduce_scatter(send.data(), recv.data(), 2, sizeof(item_t), sum_op);
+  EXPECT_EQ(recv, std::vector<item_t>(2, n));
+  lci::g_runtime_fina();
+}
+
+TEST(CollectiveMisuse, OverlappingBuffersAreRefused) {
+  lci::sim::sweep_t sweep;
+  sweep.seeds_count = 1;
+  lci::sim::expect_runs_ok(3, sweep, overlapping_buffers_body);
 }
 
 // Collectives on two devices of one runtime, concurrently. Non-blocking
