@@ -178,24 +178,37 @@ status_t recv_at_once(const post_args_t& args, matching_entry_key_t key) {
   LCI_ASSERT(status.is_done(), "an unwatched eager receive did not finish at once");
   return finish_at_once(args, status);
 }
+
+// The policy a receive matches with. A wildcard names no field to compare,
+// so a policy that would compare it gives way to the one the wildcards
+// imply, as upstream LCI's receives do: ANY_SOURCE -> tag_only, ANY_TAG ->
+// rank_only, both -> none (a post_recv(rank, ..., ANY_TAG) with the default
+// rank_tag takes the messages its source sent with rank_only). A policy
+// that already leaves the wildcard's field out stays (none stays none).
+matching_policy_t receive_policy(const post_args_t& args) {
+  const matching_policy_t policy = args.matching_policy;
+  const bool any_rank = args.rank == ANY_SOURCE;
+  const bool any_tag = args.tag == ANY_TAG;
+  const bool compares_rank =
+      policy == matching_policy_t::rank_only || policy == matching_policy_t::rank_tag;
+  const bool compares_tag =
+      policy == matching_policy_t::tag_only || policy == matching_policy_t::rank_tag;
+  if (!(any_rank && compares_rank) && !(any_tag && compares_tag)) return policy;
+  if (any_rank && any_tag) return matching_policy_t::none;
+  return any_rank ? matching_policy_t::tag_only : matching_policy_t::rank_only;
+}
 }  // namespace
 
 status_t post_recv_matched(const post_args_t& args) {
-  if (args.rank == ANY_SOURCE && (args.matching_policy == matching_policy_t::rank_only ||
-                                  args.matching_policy == matching_policy_t::rank_tag)) {
-    throw std::invalid_argument(
-        "rank = ANY_SOURCE needs matching_policy tag_only or none (the sender must use the "
-        "same policy)");
-  }
-  if (args.tag == ANY_TAG && (args.matching_policy == matching_policy_t::tag_only ||
-                              args.matching_policy == matching_policy_t::rank_tag)) {
-    throw std::invalid_argument(
-        "tag = ANY_TAG needs matching_policy rank_only or none (the sender must use the same "
-        "policy)");
-  }
+  const matching_policy_t policy = receive_policy(args);
+  LCI_ASSERT(args.rank != ANY_SOURCE || policy == matching_policy_t::tag_only ||
+                 policy == matching_policy_t::none,
+             "a receive from ANY_SOURCE compares the rank");
+  LCI_ASSERT(args.tag != ANY_TAG || policy == matching_policy_t::rank_only ||
+                 policy == matching_policy_t::none,
+             "a receive of ANY_TAG compares the tag");
   matching_engine_impl_t& engine = *args.matching_engine;
-  const matching_entry_key_t key =
-      matching_key(engine, args.rank, args.tag, args.matching_policy);
+  const matching_entry_key_t key = matching_key(engine, args.rank, args.tag, policy);
   if (at_once_only(args)) return recv_at_once(args, key);
   request_t* request = new_request(args, request_kind_t::recv);
   if (request == nullptr) return status_t(errorcode_t::retry_nomem);
@@ -203,9 +216,8 @@ status_t post_recv_matched(const post_args_t& args) {
   // A receive that names its source waits on that peer: watched before the
   // table publishes it, so the peer's crash fails it (wildcards, and
   // policies that leave the rank out of the key, may match anyone).
-  const bool names_peer = args.rank != ANY_SOURCE &&
-                          (args.matching_policy == matching_policy_t::rank_only ||
-                           args.matching_policy == matching_policy_t::rank_tag);
+  const bool names_peer = args.rank != ANY_SOURCE && (policy == matching_policy_t::rank_only ||
+                                                      policy == matching_policy_t::rank_tag);
   runtime_impl_t& runtime = *args.device->runtime();
   if (names_peer && !runtime.watch(request)) {
     device_impl_t::give_back(request);

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -496,6 +497,78 @@ TEST(UpstreamCompat, ConfigMacros) {
     lci::g_runtime_init_x().alloc_default_packet_pool(false)();
     lci::net_status_t statuses[LCI_BACKEND_MAX_POLLS];
     EXPECT_EQ(lci::net_poll_cq(LCI_BACKEND_MAX_POLLS, statuses), 0u);
+    lci::g_runtime_fina();
+  });
+}
+
+// A wildcard receive matches with the policy its wildcards imply when its
+// own would compare the wildcard's field, as upstream's receives do (its
+// tests/unit/loopback/test_matching_policy posts post_recv(0, ..., ANY_TAG)
+// for messages sent with rank_only): ANY_TAG -> rank_only, ANY_SOURCE ->
+// tag_only, both -> none. Each message below waits before its receive is
+// posted; one sent with rank_tag waits too, and only a rank_tag receive
+// takes it.
+TEST(UpstreamCompat, WildcardReceivesTakeThePolicyTheyImply) {
+  on_one_rank([] {
+    lci::g_runtime_init();
+    using lci::matching_policy_t;
+    const auto send = [](lci::tag_t tag, matching_policy_t policy) {
+      std::uint64_t value = 1000 + tag;
+      const lci::status_t status =
+          lci::post_send_x(0, &value, sizeof(value), tag, lci::COMP_NULL).matching_policy(policy)();
+      ASSERT_TRUE(status.is_done());
+    };
+    // Takes the one waiting message `recv` matches; expects `tag`.
+    const auto expect_received = [](lci::tag_t tag, const std::function<lci::status_t(void*)>& recv,
+                                    const char* what) {
+      std::uint64_t value = 0;
+      const lci::status_t status = recv(&value);
+      ASSERT_TRUE(status.is_done()) << what;
+      EXPECT_EQ(status.tag, tag) << what;
+      EXPECT_EQ(status.rank, 0) << what;
+      EXPECT_EQ(value, 1000 + tag) << what;
+    };
+    constexpr std::size_t size = sizeof(std::uint64_t);
+    send(5, matching_policy_t::rank_tag);
+    send(6, matching_policy_t::rank_only);
+    expect_received(
+        6,
+        [](void* buffer) { return lci::post_recv(0, buffer, size, lci::ANY_TAG, lci::COMP_NULL); },
+        "ANY_TAG with rank_tag");
+    send(7, matching_policy_t::tag_only);
+    expect_received(
+        7,
+        [](void* buffer) {
+          return lci::post_recv(lci::ANY_SOURCE, buffer, size, 7, lci::COMP_NULL);
+        },
+        "ANY_SOURCE with rank_tag");
+    send(8, matching_policy_t::tag_only);
+    expect_received(
+        8,
+        [](void* buffer) {
+          return lci::post_recv_x(lci::ANY_SOURCE, buffer, size, 8, lci::COMP_NULL)
+              .matching_policy(matching_policy_t::rank_only)();
+        },
+        "ANY_SOURCE with rank_only");
+    send(9, matching_policy_t::none);
+    expect_received(
+        9,
+        [](void* buffer) {
+          return lci::post_recv(lci::ANY_SOURCE, buffer, size, lci::ANY_TAG, lci::COMP_NULL);
+        },
+        "ANY_SOURCE and ANY_TAG with rank_tag");
+    send(10, matching_policy_t::none);
+    expect_received(
+        10,
+        [](void* buffer) {
+          return lci::post_recv_x(0, buffer, size, lci::ANY_TAG, lci::COMP_NULL)
+              .matching_policy(matching_policy_t::none)();
+        },
+        "ANY_TAG with none");
+    // The rank_tag message waited through every wildcard receive above.
+    expect_received(
+        5, [](void* buffer) { return lci::post_recv(0, buffer, size, 5, lci::COMP_NULL); },
+        "rank_tag");
     lci::g_runtime_fina();
   });
 }

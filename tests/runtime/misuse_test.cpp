@@ -113,32 +113,6 @@ TEST(Misuse, EmptyRmrForPutAndGet) {
   });
 }
 
-TEST(Misuse, WildcardsWithPoliciesThatCompareThem) {
-  run_misuse([](lci::sim::rank_env_t& env) {
-    char buffer[8] = {};
-    lci::comp_t sync = lci::alloc_sync();
-    expect_throws<std::invalid_argument>(
-        "ANY_SOURCE with rank_tag",
-        [&] { (void)lci::post_recv(lci::ANY_SOURCE, buffer, 8, 3, sync); },
-        {"rank = ANY_SOURCE", "tag_only or none"});
-    expect_throws<std::invalid_argument>(
-        "ANY_SOURCE with rank_only",
-        [&] {
-          (void)lci::post_recv_x(lci::ANY_SOURCE, buffer, 8, 3, sync)
-              .matching_policy(lci::matching_policy_t::rank_only)();
-        },
-        {"rank = ANY_SOURCE"});
-    expect_throws<std::invalid_argument>(
-        "ANY_TAG with tag_only",
-        [&] {
-          (void)lci::post_recv_x(peer_of(env.rank()), buffer, 8, lci::ANY_TAG, sync)
-              .matching_policy(lci::matching_policy_t::tag_only)();
-        },
-        {"tag = ANY_TAG", "rank_only or none"});
-    lci::free_comp(&sync);
-  });
-}
-
 TEST(Misuse, FreeCompTwice) {
   run_misuse([](lci::sim::rank_env_t&) {
     lci::comp_t sync = lci::alloc_sync();
