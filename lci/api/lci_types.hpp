@@ -171,11 +171,15 @@ struct status_t {
 // overflows is refused as well). Many networks check no bounds (libfabric's
 // shm would never complete such a put; tcp drops the connection), so this
 // check is the only one that is sure to happen.
-// size 0 means "unknown": not checked. get_rmr always fills it (no
-// registration is empty); a zero comes only from an rmr_t built field by
-// field by code written before the field, which keeps working as it did,
-// checked by the target's network alone, where it checks. (Refusing it
-// would break such programs without protecting anyone who uses get_rmr.)
+// size 0 means "unknown": not checked. get_rmr fills it for every
+// registration but one of 0 bytes, which has no key either: an access of
+// 0 bytes through it moves nothing and succeeds, one of more bytes finds no
+// registration at the target and fails there (a protection fault on the
+// simulator and verbs, errorcode_t::fatal from shm's and tcp's checked
+// RMA). Otherwise a zero comes only from an rmr_t built field by field by
+// code written before the field, which keeps working as it did, checked by
+// the target's network alone, where it checks. (Refusing it would break
+// such programs without protecting anyone who uses get_rmr.)
 // Faults: what the target's network still refuses (a stale key: the region
 // was deregistered there) fails that one operation: its completion object
 // gets errorcode_t::fatal; progress() throws it only when nothing else can

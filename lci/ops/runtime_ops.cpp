@@ -298,14 +298,16 @@ mr_t register_memory_x::call_impl(void* address, std::size_t size, device_t devi
   detail::runtime_impl_t& rt = resolve_runtime(runtime);
   detail::device_impl_t& d = detail::resolve_device(rt, device);
   if (address == nullptr) throw std::invalid_argument("register_memory: address = nullptr");
-  // Refused before a registration is taken from the device's share. A
-  // region of no bytes has nothing a peer could address, and get_rmr could
-  // only describe it with size 0, which rmr_t reserves for "unknown, not
-  // checked" (lci_types.hpp): a peer's puts through it would go unchecked.
+  // A region of no bytes (upstream's programs register every size of a
+  // sweep from 0) holds nothing the network could address: it is a handle
+  // only, with no registration of the network's and none of the device's
+  // share. Posts of 0 bytes with it need none; a put or get of 0 bytes
+  // into its rmr moves nothing (rma.cpp, post_empty_access); a peer's
+  // access of more bytes finds no registration and is refused.
   if (size == 0) {
-    throw std::invalid_argument(
-        "register_memory: size = 0: a registration covers at least one byte (a post of "
-        "size 0 needs no mr)");
+    backend::net_mr_t empty;
+    empty.base = address;
+    return mr_t(rt.adopt_mr(std::make_unique<detail::mr_impl_t>(&d, empty)));
   }
   backend::net_mr_t net_mr;
   // A refusal may be transient (registrations freed by operations that
@@ -369,8 +371,17 @@ rmr_t get_rmr_x::call_impl(mr_t mr, runtime_t runtime) const {
   (void)runtime;
   const detail::mr_impl_t* impl = detail::resolve_mr("get_rmr", mr, nullptr);
   if (impl == nullptr) throw std::invalid_argument("get_rmr: mr is empty");
-  const backend::net_rmr_t net_rmr = impl->device->net().get_rmr(impl->net_mr);
   rmr_t rmr;
+  if (impl->holds_no_bytes()) {
+    // No key: only accesses of 0 bytes through it succeed (they read
+    // none); one of more bytes is refused where it lands, as for any
+    // region its target never registered. size 0 is rmr_t's "unknown".
+    rmr.base = reinterpret_cast<std::uintptr_t>(impl->net_mr.base);
+    rmr.mr_base = rmr.base;
+    LCI_ASSERT(!rmr.is_empty(), "get_rmr: a region of no bytes without its address");
+    return rmr;
+  }
+  const backend::net_rmr_t net_rmr = impl->device->net().get_rmr(impl->net_mr);
   rmr.base = net_rmr.base;
   rmr.mr_base = net_rmr.base;
   rmr.opaque_rkey = net_rmr.rkey;

@@ -138,6 +138,7 @@ void dispatch_arrival(device_impl_t& device, const backend::net_status_t& status
       arrival.release();
       handle_rdv_done(device, status.rank, protocol::imm_value(status.imm_data));
       return;
+    case protocol::msg_type_t::put_signal:  // as a message: a put of no bytes
     case protocol::msg_type_t::get_signal:
       arrival.release();
       handle_signal(device, status, type);

@@ -1,7 +1,8 @@
 // RMA put and get (paper §4.3: mapped directly to the network's RDMA), with
 // an optional remote completion: a put's immediate data signals the target's
 // rcomp; a get is followed by a small get_signal message (no network offers
-// RDMA read with notification).
+// RDMA read with notification). An access of no bytes is no RDMA at all: its
+// signal, if any, is a message (post_empty_access).
 #include <stdexcept>
 #include <string>
 
@@ -92,6 +93,20 @@ status_t abandon(device_impl_t& device, request_t* request, error_t error) {
   return status_t(error);
 }
 
+// A put or get of no bytes moves nothing, so it never reaches the network's
+// RMA: no key is read (a registration of 0 bytes has none, and a network
+// may check keys even for an empty transfer). It is done at once; its
+// remote completion, if any, travels as a signal message (`imm`, 0 for
+// none), which handle_signal reports with size 0.
+status_t post_empty_access(const post_args_t& args, std::uint32_t imm) {
+  LCI_ASSERT(args.size == 0, "an access with bytes to move taken for an empty one");
+  if (imm != 0) {
+    const error_t error = send_control(*args.device, args.rank, nullptr, 0, imm);
+    if (!error.is_done()) return status_t(error);
+  }
+  return finish_at_once(args, status_of(args));
+}
+
 }  // namespace
 
 // A put or get addresses memory a peer registered, from user input: the
@@ -107,6 +122,7 @@ status_t post_put(const post_args_t& args) {
   const bool signal = args.remote_comp != 0;
   // Refused alike on every network, though a checked put needs no imm.
   const std::uint32_t imm = signal ? signal_imm(args, protocol::msg_type_t::put_signal) : 0;
+  if (args.size == 0) return post_empty_access(args, imm);
   if (!net.attr().bad_rkey_fails_alone) return post_checked_put(args, target);
   // Inject completes at once, before the data lands: only for the memory
   // semantic (the network semantic waits for the write's completion).
@@ -137,6 +153,7 @@ status_t post_get(const post_args_t& args) {
   device_impl_t& device = *args.device;
   const bool signal = args.remote_comp != 0;
   const std::uint32_t imm = signal ? signal_imm(args, protocol::msg_type_t::get_signal) : 0;
+  if (args.size == 0) return post_empty_access(args, imm);
   if (!device.net().attr().bad_rkey_fails_alone) return post_checked_get(args, target);
   request_t* request = new_request(args, request_kind_t::get);
   if (request == nullptr) return status_t(errorcode_t::retry_nomem);

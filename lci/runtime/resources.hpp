@@ -116,7 +116,10 @@ class mr_impl_t {
  public:
   mr_impl_t(device_impl_t* device, backend::net_mr_t net_mr) : device(device), net_mr(net_mr) {}
   device_impl_t* const device;
+  // Empty (no backend handle) for a registration of 0 bytes: the network
+  // holds nothing for it (register_memory).
   backend::net_mr_t net_mr;
+  bool holds_no_bytes() const { return net_mr.is_empty(); }
   // Peers' checked puts and gets under way in this registration
   // (runtime_impl_t::pin_registration; lci/protocol/rma_checked.cpp):
   // deregister_memory waits until none is left, so that no byte moves

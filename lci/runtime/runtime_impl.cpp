@@ -285,6 +285,7 @@ void runtime_impl_t::release_mrs_of(const device_impl_t* device) {
 }
 
 void runtime_impl_t::deregister_from_network(mr_impl_t& mr) {
+  if (mr.holds_no_bytes()) return;  // took neither a network registration nor a share
   mr.device->net().deregister_memory(&mr.net_mr);
   mr.device->return_standing_registration();
 }
@@ -405,7 +406,7 @@ mr_impl_t* runtime_impl_t::pin_registration(device_impl_t& device, std::uint64_t
                                             std::uint64_t size) {
   util::spinlock_guard_t guard(resources_lock_);
   for (const auto& mr : mrs_) {
-    if (mr->device != &device) continue;
+    if (mr->device != &device || mr->holds_no_bytes()) continue;
     const backend::net_rmr_t rmr = device.net().get_rmr(mr->net_mr);
     if (rmr.base != base || rmr.rkey != rkey) continue;
     if (offset > mr->net_mr.size || size > mr->net_mr.size - offset) return nullptr;

@@ -4,6 +4,7 @@
 // (global_initialize, get/set_g_default_attr) on the simulated network.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <functional>
@@ -573,19 +574,57 @@ TEST(UpstreamCompat, WildcardReceivesTakeThePolicyTheyImply) {
   });
 }
 
-// register_memory(ptr, 0) is refused (an rmr_t of size 0 would mean
-// "unchecked"), and a refusal holds no registration: refusing more of them
-// than the device may hold at once leaves registering possible.
-TEST(UpstreamCompat, ZeroSizeRegistrationIsRefused) {
+// register_memory(ptr, 0) gives a registration, as upstream's does (its
+// loopback tests register every size of a sweep from 0): a handle that
+// takes nothing of the network's, so more of them than the device may hold
+// at once leave registering possible. Posts of 0 bytes with it, and puts
+// and gets of 0 bytes through its rmr, with and without a remote
+// completion, are done at once; a post of more bytes with it is refused.
+TEST(UpstreamCompat, ZeroSizeRegistration) {
   on_one_rank([] {
     lci::g_runtime_init();
     char byte = 0;
-    for (int i = 0; i < 64; ++i) {
-      expect_refused([&] { (void)lci::register_memory(&byte, 0); }, {"register_memory", "size = 0"});
-    }
+    std::vector<lci::mr_t> empties;
+    for (int i = 0; i < 64; ++i) empties.push_back(lci::register_memory(&byte, 0));
     lci::mr_t mr = lci::register_memory(&byte, 1);
     EXPECT_EQ(lci::get_rmr(mr).size, 1u);
     lci::deregister_memory(&mr);
+
+    lci::mr_t empty = empties.back();
+    const lci::rmr_t rmr = lci::get_rmr(empty);
+    EXPECT_FALSE(rmr.is_empty());
+    EXPECT_EQ(rmr.base, reinterpret_cast<std::uintptr_t>(&byte));
+    EXPECT_EQ(rmr.size, 0u);
+    EXPECT_TRUE(lci::post_send_x(0, &byte, 0, 4, lci::COMP_NULL).mr(empty)().is_done());
+    EXPECT_TRUE(lci::post_recv_x(0, &byte, 0, 4, lci::COMP_NULL).mr(empty)().is_done());
+    expect_refused([&] { (void)lci::post_send_x(0, &byte, 1, 4, lci::COMP_NULL).mr(empty)(); },
+                   {"mr: a registration of 0 bytes", "size = 1"});
+
+    lci::comp_t signals = lci::alloc_cq();
+    const lci::rcomp_t rcomp = lci::register_rcomp(signals);
+    EXPECT_TRUE(lci::post_put(0, &byte, 0, lci::COMP_NULL, 0, rmr).is_done());
+    EXPECT_TRUE(lci::post_get(0, &byte, 0, lci::COMP_NULL, 0, rmr).is_done());
+    EXPECT_TRUE(
+        lci::post_put_x(0, &byte, 0, lci::COMP_NULL, 0, rmr).remote_comp(rcomp).tag(7)().is_done());
+    EXPECT_TRUE(
+        lci::post_get_x(0, &byte, 0, lci::COMP_NULL, 0, rmr).remote_comp(rcomp).tag(8)().is_done());
+    std::vector<lci::tag_t> signalled;
+    for (int polls = 0; signalled.size() < 2 && polls < 100000; ++polls) {
+      (void)lci::progress();
+      const lci::status_t status = lci::cq_pop(signals);
+      if (!status.is_done()) continue;
+      EXPECT_EQ(status.size, 0u);
+      EXPECT_EQ(status.rank, 0);
+      signalled.push_back(status.tag);
+    }
+    std::sort(signalled.begin(), signalled.end());
+    EXPECT_EQ(signalled, (std::vector<lci::tag_t>{7, 8}));
+    lci::deregister_rcomp(rcomp);
+    lci::free_comp(&signals);
+
+    for (std::size_t i = 0; i + 1 < empties.size(); ++i) lci::deregister_memory(&empties[i]);
+    expect_refused([&] { lci::deregister_memory(&empties[0]); }, {"mr is empty"});
+    // The last one is left to g_runtime_fina, as a program may.
     lci::g_runtime_fina();
   });
 }
