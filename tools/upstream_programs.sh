@@ -1,14 +1,22 @@
 #!/usr/bin/env bash
-# Builds upstream LCI's example and benchmark programs that use only LCI
-# (not its LCT toolkit, not GPUs), unchanged, against this project's
-# install, runs each as N processes under the installed lcirun, and checks
-# what they print. Upstream's source is read from a directory the caller
-# gives; nothing of it is copied into this repository.
+# Builds upstream LCI's example and benchmark programs and its unit tests
+# that use only LCI (not its LCT toolkit, its internals or GPUs), unchanged,
+# against this project's install, runs each under the installed lcirun,
+# and checks what they print. Upstream's source is read from a directory
+# the caller gives; nothing of it is copied into this repository.
+#
+# The unit tests: tests/unit/collective/all.cpp as N processes, and the
+# API-only headers of tests/unit/loopback (each rank talks to itself) as
+# one, through a main of this script's that includes them as upstream's
+# all.cpp does, with an lci_internal.hpp that is only lci.hpp (the headers
+# it leaves out use upstream's internals: docs/api_compat.md). Every rank
+# must report its gtest tests passed and none failed.
 #
 # usage: tools/upstream_programs.sh [--prefix DIR] [--ranks N]
 #                                   [--provider P] UPSTREAM_SRC
-#   UPSTREAM_SRC  a checkout of github.com/uiuc-hpc/lci (its examples/ and
-#                 benchmarks/), e.g. from `git archive` of a mirror.
+#   UPSTREAM_SRC  a checkout of github.com/uiuc-hpc/lci (its examples/,
+#                 benchmarks/ and tests/unit/), e.g. from `git archive` of a
+#                 mirror.
 #   --prefix DIR  an install of this project with libfabric
 #                 (`bazel run --config=ofi //:install -- --prefix DIR`);
 #                 default: installs into a temporary directory first.
@@ -18,7 +26,7 @@
 #                 one that divides 1000 (at 3 it indexes rank 3).
 #   --provider P  libfabric provider (default shm; shm jobs must not
 #                 overlap other shm jobs on the machine).
-# Needs g++ with OpenMP, pkg-config and cxxopts (tools/setup.sh).
+# Needs g++ with OpenMP, pkg-config, cxxopts and GoogleTest (tools/setup.sh).
 # The programs are built without NDEBUG: their own asserts check results
 # too. Prints one PASS/FAIL line per run; exit status 1 if any failed.
 set -uo pipefail
@@ -63,10 +71,14 @@ export LCI_ATTR_OFI_PROVIDER_NAME=$provider
 failed=0
 log=$work/log
 
-# build NAME SOURCE: compiles upstream's SOURCE, unchanged, into $work/NAME.
+# build NAME SOURCE [FLAGS...]: compiles SOURCE (upstream's, unchanged,
+# relative to UPSTREAM_SRC; or an absolute path) into $work/NAME.
 build() {
-  if g++ -std=c++17 -O2 -fopenmp "$src/$2" $(pkg-config --cflags --libs liblci) \
-    -o "$work/$1" > "$log" 2>&1; then
+  local name=$1 source=$2
+  shift 2
+  [[ $source == /* ]] || source=$src/$source
+  if g++ -std=c++17 -O2 -fopenmp "$source" "$@" $(pkg-config --cflags --libs liblci) \
+    -o "$work/$name" > "$log" 2>&1; then
     return 0
   fi
   echo "FAIL build $2"
@@ -78,15 +90,16 @@ build() {
 # lines REGEX: how many lines of the last run's output match REGEX.
 lines() { grep -cE "$1" "$log" || true; }
 
-# check NAME ARGS... -- CONDITION...: runs NAME under lcirun with ARGS, then
-# each CONDITION ("REGEX=COUNT" exact, "REGEX>=COUNT" at least) on its output.
+# check NAME ARGS... -- CONDITION...: runs NAME under lcirun with ARGS, as
+# $run_ranks processes (default: --ranks), then each CONDITION ("REGEX=COUNT"
+# exact, "REGEX>=COUNT" at least) on its output.
 check() {
   local name=$1 args=() ok=1 cond regex want got
   shift
   while [ "$1" != -- ]; do args+=("$1"); shift; done
   shift
-  timeout 300 "$prefix/bin/lcirun" -n "$ranks" --timeout 240 "$work/$name" "${args[@]}" \
-    > "$log" 2>&1 || ok=0
+  timeout 300 "$prefix/bin/lcirun" -n "${run_ranks:-$ranks}" --timeout 240 "$work/$name" \
+    "${args[@]}" > "$log" 2>&1 || ok=0
   for cond in "$@"; do
     if [[ $cond == *'>='* ]]; then
       regex=${cond%>=*} want=${cond##*>=}
@@ -149,5 +162,32 @@ if build bench_many2many_am benchmarks/bench_many2many_am.cpp; then
       "^\[0\] Total messages \(all ranks sent\): $((n * 1000))\$|^\[0\] Total messages \(all ranks sent\): $((n * 200))\$=1" \
       "^\[0\] Global message rate \(all ranks aggregated\): $number Mmsgs/s\$=1"
   done
+fi
+
+# Upstream's gtest suites: every rank passes at least one test, none fails.
+passed_lines() { echo "^\[[0-9]+\] \[  PASSED  \] [1-9][0-9]* tests?\.\$=$1"; }
+gtest_flags=(-I"$src/tests/unit/include" -lgtest -pthread)
+if build unit_collective tests/unit/collective/all.cpp "${gtest_flags[@]}"; then
+  check unit_collective -- "$(passed_lines "$n")" "\[  FAILED  \]=0"
+fi
+mkdir -p "$work/loopback"
+echo '#include "lci.hpp"' > "$work/loopback/lci_internal.hpp"
+{
+  echo '#include <gtest/gtest.h>'
+  for header in thread vector random iterator cstring lci.hpp util.hpp; do
+    echo "#include <$header>"
+  done
+  for test in basic sync counter cq graph am sendrecv put putImm get matching_policy \
+    rdv_protocol reg_cache; do
+    echo "#include \"test_$test.hpp\""
+  done
+  echo 'int main(int argc, char** argv) {'
+  echo '  testing::InitGoogleTest(&argc, argv);'
+  echo '  return RUN_ALL_TESTS();'
+  echo '}'
+} > "$work/loopback/main.cpp"
+if build unit_loopback "$work/loopback/main.cpp" -I"$work/loopback" \
+  -I"$src/tests/unit/loopback" "${gtest_flags[@]}"; then
+  run_ranks=1 check unit_loopback -- "$(passed_lines 1)" "\[  FAILED  \]=0"
 fi
 exit $failed
