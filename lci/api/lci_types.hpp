@@ -176,9 +176,10 @@ struct status_t {
 // 0 bytes through it moves nothing and succeeds, one of more bytes finds no
 // registration at the target and fails there (a protection fault on the
 // simulator and on the emulated verbs device, whose keys are never 0;
-// errorcode_t::fatal from shm's and tcp's checked RMA). Otherwise a zero comes only from an rmr_t built field by field by
-// code written before the field, which keeps working as it did, checked by
-// the target's network alone, where it checks. (Refusing it would break
+// errorcode_t::fatal from shm's and tcp's checked RMA). Otherwise a zero
+// comes only from an rmr_t built field by field by code written before the
+// field, which keeps working as it did, checked by the target's network
+// alone, where it checks. (Refusing it would break
 // such programs without protecting anyone who uses get_rmr.)
 // Faults: what the target's network still refuses (a stale key: the region
 // was deregistered there) fails that one operation: its completion object
