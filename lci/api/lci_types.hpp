@@ -179,8 +179,8 @@ struct status_t {
 // errorcode_t::fatal from shm's and tcp's checked RMA). Otherwise a zero
 // comes only from an rmr_t built field by field by code written before the
 // field, which keeps working as it did, checked by the target's network
-// alone, where it checks. (Refusing it would break
-// such programs without protecting anyone who uses get_rmr.)
+// alone, where it checks. (Refusing it would break such programs without
+// protecting anyone who uses get_rmr.)
 // Faults: what the target's network still refuses (a stale key: the region
 // was deregistered there) fails that one operation: its completion object
 // gets errorcode_t::fatal; progress() throws it only when nothing else can
