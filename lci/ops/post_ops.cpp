@@ -3,7 +3,6 @@
 // post_args_t and run post_comm (protocol.hpp), waiting for the operation
 // inside the post when allow_posted is false.
 #include <stdexcept>
-#include <string>
 
 #include "lci/api/lci_generated.hpp"
 #include "lci/comp/waiter.hpp"
@@ -94,13 +93,6 @@ detail::post_args_t resolve(direction_t direction, int rank, void* local_buffer,
   args.comp = detail::resolve_comp(local_comp);
   args.comp_semantic = options.comp_semantic;
   if (const detail::mr_impl_t* mr = detail::resolve_mr("post_*", options.mr, args.device)) {
-    // Checked here: its empty net_mr would pass for "no mr" below.
-    if (mr->holds_no_bytes() && size != 0) {
-      throw std::invalid_argument(
-          "mr: a registration of 0 bytes does not cover local_buffer .. "
-          "local_buffer + size (size = " +
-          std::to_string(size) + ")");
-    }
     args.mr = mr->net_mr;
   }
   args.user_context = options.user_context;

@@ -132,7 +132,7 @@ status_t post_buffer_list(post_args_t args, const buffers_t& buffers) {
         "local_buffers with local_buffer/size given too (size = " + std::to_string(args.size) +
         "): pass local_buffer = nullptr and size = 0 with a buffer list");
   }
-  if (!args.mr.is_empty()) {
+  if (args.has_mr()) {
     throw std::invalid_argument("mr with local_buffers: a buffer list is staged through the "
                                 "runtime's own buffer, so no registration applies");
   }

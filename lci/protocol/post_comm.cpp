@@ -44,7 +44,7 @@ void check_args(const post_args_t& args) {
     throw std::invalid_argument("size = " + std::to_string(args.size) +
                                 ": over the network's max_msg_size " + std::to_string(max_msg));
   }
-  if (!args.mr.is_empty()) {
+  if (args.has_mr()) {
     const auto begin = reinterpret_cast<std::uintptr_t>(args.buffer);
     const auto mr_begin = reinterpret_cast<std::uintptr_t>(args.mr.base);
     if (begin < mr_begin || begin + args.size > mr_begin + args.mr.size) {

@@ -27,7 +27,10 @@ struct post_args_t {
   device_impl_t* device = nullptr;
   matching_engine_impl_t* matching_engine = nullptr;
   comp_semantic_t comp_semantic = comp_semantic_t::memory;
-  backend::net_mr_t mr;  // empty: the runtime registers what it needs
+  // The program's registration; empty (no backend handle): the runtime
+  // registers what it needs, which is also what a registration of 0 bytes
+  // gives the network (has_mr() tells the two apart).
+  backend::net_mr_t mr;
   std::uintptr_t remote_disp = 0;
   rmr_t rmr;
   tag_t tag = 0;
@@ -40,6 +43,9 @@ struct post_args_t {
   // with allow_posted = false (COMP_NULL, COMP_NULL_RETRY) itself.
   bool allow_posted = true;
   bool allow_retry = true;
+  // The program gave a registration (mr option), possibly of 0 bytes: it
+  // has its base, where none given is all empty.
+  bool has_mr() const { return mr.base != nullptr; }
 };
 
 // A post that allow_retry(false) (or COMP_NULL) sent to the backlog
