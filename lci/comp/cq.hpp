@@ -1,43 +1,44 @@
 // cq_impl_t: the completion-queue completion object (paper §3.2, §4.1.4):
 // signal() appends a copy of the status, pop() hands out the oldest one.
-// It wraps one of the two queues of lci/cq/: the unbounded lcrq_t, or the
-// fixed-capacity faa_array_t backed by an overflow list so that no status
-// is ever lost.
+// It wraps one of the two queues of lci/cq/: the unbounded lcrq_t, of
+// pointers to status nodes, or the fixed-capacity basic_faa_array_t, which
+// holds the statuses themselves, backed by an overflow list of nodes so
+// that no status is ever lost.
 //
 // Thread safety: signal() and pop() may run concurrently from any threads;
 //                the destructor must not run concurrently with anything.
 // Blocking:      lcrq: never (see lcrq_t). array_atomic: bounded spin inside
-//                faa_array_t; the overflow list is under a spinlock held for
-//                a few pointer writes.
+//                basic_faa_array_t; the overflow list is under a spinlock
+//                held for a few pointer writes.
 // Ownership:     statuses are copied in and out; a buffer a status names
 //                passes to the caller of the pop() that returns it. Statuses
 //                still queued at destruction are discarded (the buffers they
 //                name are not freed).
-// Allocation:    at construction the queue (array_atomic: default_length
-//                slots), a pool of default_length status nodes and the
-//                per-thread node caches. On the data path none while at
-//                most default_length statuses are queued, less what the
-//                caches hold (at most node_cache_slots * the cache size,
-//                see node_cache_t): signal() takes a node, the pop() that
-//                returns it gives it back. Past that (nobody pops) a
-//                signal allocates its node rather than lose the status or
-//                fail: a completion cannot be refused.
+// Allocation:    at construction the queue: array_atomic, default_length
+//                status slots; lcrq, its first segments, a pool of
+//                default_length status nodes and the per-thread node caches.
+//                On the data path none while at most default_length
+//                statuses are queued (lcrq: less what the caches hold, at
+//                most node_cache_slots * the cache size, see node_cache_t).
+//                Past that (nobody pops) a signal allocates a node rather
+//                than lose the status or fail: a completion cannot be
+//                refused. The pop() that returns it frees it.
 // Limits:        array_atomic: 1 <= default_length <= default_length_max
 //                (std::invalid_argument otherwise); beyond default_length
 //                queued statuses, signal() spills into a spinlock-protected
 //                list (a status is never dropped and signal() never fails).
-//                lcrq: unbounded; default_length is ignored.
+//                lcrq: unbounded; default_length is the node pool's size.
 // Order:         pop() returns statuses in FIFO order of their signals
 //                (per signalling thread, and for signals ordered by
 //                happens-before). While the overflow list is non-empty every
 //                signal goes there too, and pop() takes from the array
 //                before the list, so a spill never reorders.
-// Progress:      lcrq: lock-free. array_atomic: as faa_array_t; the
+// Progress:      lcrq: lock-free. array_atomic: as basic_faa_array_t; the
 //                overflow path is blocking (spinlock).
-// Linearization: as the wrapped queue (lcrq_t, faa_array_t); on the
+// Linearization: as the wrapped queue (lcrq_t, basic_faa_array_t); on the
 //                overflow path, the list update under its lock. An empty
 //                pop costs the queue's own emptiness test, which writes no
-//                shared word (faa_array_t reads its two counters; lcrq_t
+//                shared word (the array reads its two counters; lcrq_t
 //                claims a hazard slot and reads its head ring's counters).
 #pragma once
 
@@ -78,14 +79,14 @@ class cq_impl_t final : public comp_impl_t {
   std::uint64_t allocated_nodes_count() const;
 
  private:
-  // A queued status: what the wrapped queues hold (as void*), and a link
-  // for the overflow list.
+  // A queued status outside the array: what lcrq_t holds (as void*), and
+  // a link for the overflow list.
   struct status_node_t {
     status_t status;
     status_node_t* next = nullptr;
   };
   // A node holding `status`: from the calling thread's cache, the pool,
-  // or allocated past its bound.
+  // or allocated past its bound (always, without a pool: array_atomic).
   status_node_t* make_node(const status_t& status);
   void free_node(status_node_t* node);
 
@@ -108,19 +109,21 @@ class cq_impl_t final : public comp_impl_t {
   };
   node_cache_t* own_node_cache();
 
-  void push_array(status_node_t* node);
-  void spill(status_node_t* node);
-  status_node_t* pop_array();
-  status_node_t* take_spilled();
+  void push_array(const status_t& status);
+  void spill(const status_t& status);
+  [[nodiscard]] bool pop_array(status_t& out);
+  [[nodiscard]] bool take_spilled(status_t& out);
 
   const cq_kind_t cq_kind_;
   const std::unique_ptr<cq::lcrq_t> lcrq_;  // kind lcrq, else null
-  const std::unique_ptr<cq::faa_array_t>
+  const std::unique_ptr<cq::basic_faa_array_t<status_t>>
       array_;  // kind array_atomic, else null
-  util::object_pool_t<status_node_t> nodes_;  // default_length nodes
+  // default_length nodes (kind lcrq; null for array_atomic, whose statuses
+  // live in the array and whose spilled ones are allocated)
+  const std::unique_ptr<util::object_pool_t<status_node_t>> nodes_;
   // Nodes one cache holds at most: node_cache_capacity_max, less for a
   // queue so short that full caches would take most of its nodes (0: no
-  // caches, every node comes from the pool).
+  // caches, every node comes from the pool or, without one, is allocated).
   const std::size_t node_cache_capacity_;
   const std::unique_ptr<node_cache_t[]> node_caches_;  // node_cache_slots; null without caches
 

@@ -1,6 +1,9 @@
-// faa_array_t: a fixed-capacity MPMC completion queue of non-null void*
-// built on a ticket ring (paper §4.1.4, the "FAA-based fixed-size array",
-// the second CQ implementation next to lcrq_t).
+// basic_faa_array_t<Value>: a fixed-capacity MPMC completion queue of
+// values built on a ticket ring (paper §4.1.4, the "FAA-based fixed-size
+// array", the second CQ implementation next to lcrq_t). Each slot holds its
+// value inline, so a queue of statuses (lci/comp/cq.hpp) copies them in and
+// out without a node per status. faa_array_t is the queue of non-null
+// void* (push asserts non-null; pop() answers nullptr when empty).
 //
 // Thread safety: push and pop may run concurrently from any threads; the
 //                destructor must not run concurrently with anything.
@@ -10,9 +13,10 @@
 //                instructions. It never waits for a future operation (the
 //                one it waits for already holds its ticket), so it cannot
 //                deadlock, but a descheduled peer delays it.
-// Ownership:     the queue stores the pointer only; the pointee stays the
-//                caller's. A value belongs to the queue from a push that
-//                returned true until the pop that returns it.
+// Ownership:     values are copied in and out (Value is trivially
+//                copyable); a pointer's pointee stays the caller's. A value
+//                belongs to the queue from a push that returned true until
+//                the pop that returns it.
 // Allocation:    the slot array, once, at construction; never afterwards.
 // Limits:        capacity values (1 <= capacity <= capacity_max). A push
 //                returns false (and stores nothing) only if the queue holds
@@ -53,6 +57,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 #include "lci/util/assert.hpp"
 #include "lci/util/atomic.hpp"
@@ -62,23 +67,39 @@
 
 namespace lci::cq {
 
-class faa_array_t {
+template <typename Value>
+class basic_faa_array_t {
+  static_assert(std::is_trivially_copyable_v<Value>,
+                "slots copy values in and out");
+
  public:
   static constexpr std::size_t capacity_max = std::size_t{1} << 32;
 
-  explicit faa_array_t(std::size_t capacity);  // 1 <= capacity <= capacity_max
-  ~faa_array_t();
-  faa_array_t(const faa_array_t&) = delete;
-  faa_array_t& operator=(const faa_array_t&) = delete;
+  explicit basic_faa_array_t(std::size_t capacity);  // 1 <= capacity <= capacity_max
+  ~basic_faa_array_t();
+  basic_faa_array_t(const basic_faa_array_t&) = delete;
+  basic_faa_array_t& operator=(const basic_faa_array_t&) = delete;
 
-  [[nodiscard]] bool push(void* value);  // false = full (nothing stored)
-  [[nodiscard]] void* pop();             // nullptr = empty
+  [[nodiscard]] bool push(const Value& value);  // false = full (nothing stored)
+  [[nodiscard]] bool pop(Value& out);           // false = empty (out untouched)
+  // The pointer queue's pop: the value, or nullptr when empty.
+  template <typename V = Value, typename = std::enable_if_t<std::is_pointer_v<V>>>
+  [[nodiscard]] V pop() {
+    V value = nullptr;
+    return pop(value) ? value : nullptr;
+  }
   std::size_t capacity() const { return capacity_; }
 
  private:
-  struct alignas(16) slot_t {
+  // A pointer's slot is 16 bytes. A wider value's slot takes a line of its
+  // own: neighbouring tickets are written at once by different threads (a
+  // pusher and a popper of a busy queue), and a slot the size of a status
+  // would otherwise share its line with the next one.
+  static constexpr std::size_t slot_alignment =
+      sizeof(Value) > sizeof(void*) ? util::cache_line_bytes : 16;
+  struct alignas(slot_alignment) slot_t {
     util::atomic<std::uint64_t> sequence{0};
-    util::var<void*> value{nullptr};
+    util::var<Value> value{};
   };
   // A counter alone on its line: tail_ is written by pushers, head_ by
   // poppers (each reads the other's).
@@ -102,15 +123,19 @@ class faa_array_t {
   slot_t* const slots_;
 };
 
+using faa_array_t = basic_faa_array_t<void*>;
+
 // At least 2: with one slot, "full for pop t" (t + 1) and "free for push
 // t + 1" (t + slots_count) would be the same sequence number.
-inline std::size_t faa_array_t::round_up_pow2(std::size_t n) {
+template <typename Value>
+std::size_t basic_faa_array_t<Value>::round_up_pow2(std::size_t n) {
   std::size_t result = 2;
   while (result < n) result <<= 1;  // bounded: n <= capacity_max
   return result;
 }
 
-inline faa_array_t::faa_array_t(std::size_t capacity)
+template <typename Value>
+basic_faa_array_t<Value>::basic_faa_array_t(std::size_t capacity)
     : capacity_(capacity),
       slots_count_(round_up_pow2(capacity)),
       slots_mask_(slots_count_ - 1),
@@ -126,7 +151,8 @@ inline faa_array_t::faa_array_t(std::size_t capacity)
   }
 }
 
-inline faa_array_t::~faa_array_t() {
+template <typename Value>
+basic_faa_array_t<Value>::~basic_faa_array_t() {
   // relaxed: teardown, no concurrent operations (precondition).
   const std::uint64_t tail = tail_.value.load(util::mo_relaxed);
   const std::uint64_t head = head_.value.load(util::mo_relaxed);  // as above
@@ -138,14 +164,16 @@ inline faa_array_t::~faa_array_t() {
 
 // The most values the tickets let in: capacity. (Broken variant, tests/cq:
 // off by one, admits capacity + 1 values.)
-inline std::uint64_t faa_array_t::values_max() const {
+template <typename Value>
+std::uint64_t basic_faa_array_t<Value>::values_max() const {
   return capacity_ + (util::mutated("faa_array_admits_one_extra") ? 1 : 0);
 }
 
 // seq_cst on every tail_/head_ access here and in take_pop_ticket(): the
 // full/empty argument (class comment) compares the two counters at one point
 // of S. On x86 and Arm a seq_cst load or CAS costs what an acquire one does.
-inline bool faa_array_t::take_push_ticket(std::uint64_t& ticket) {
+template <typename Value>
+bool basic_faa_array_t<Value>::take_push_ticket(std::uint64_t& ticket) {
   // Equivalent mutants: mo_weaken. Acquire would do: a stale, smaller tail fails the CAS [A]
   // and a full answer from it holds at [A2]; acquire orders the push that wrote this tail
   // before [A2], so head is not older than that push saw (docs/verification.md, run 5).
@@ -178,7 +206,8 @@ inline bool faa_array_t::take_push_ticket(std::uint64_t& ticket) {
   }
 }
 
-inline bool faa_array_t::take_pop_ticket(std::uint64_t& ticket) {
+template <typename Value>
+bool basic_faa_array_t<Value>::take_pop_ticket(std::uint64_t& ticket) {
   // seq_cst: see take_push_ticket().
   // Equivalent mutants: mo_weaken. Acquire would do: a stale, smaller head fails the CAS [B]
   // and an empty answer from it holds at [B2]; acquire orders the pop that wrote this head
@@ -209,8 +238,11 @@ inline bool faa_array_t::take_pop_ticket(std::uint64_t& ticket) {
   }
 }
 
-inline bool faa_array_t::push(void* value) {
-  LCI_ASSERT(value != nullptr, "faa_array_t::push of a null value");
+template <typename Value>
+bool basic_faa_array_t<Value>::push(const Value& value) {
+  if constexpr (std::is_pointer_v<Value>) {
+    LCI_ASSERT(value != nullptr, "faa_array_t::push of a null value");
+  }
   std::uint64_t ticket = 0;
   if (!take_push_ticket(ticket)) return false;
   slot_t& slot = slots_[ticket & slots_mask_];
@@ -221,7 +253,9 @@ inline bool faa_array_t::push(void* value) {
   // value happens-before our overwrite.
   util::backoff_t backoff;
   while (slot.sequence.load(util::mo_acquire) != ticket) backoff.pause();
-  LCI_ASSERT(slot.value.load() == nullptr, "push into a full slot");
+  if constexpr (std::is_pointer_v<Value>) {
+    LCI_ASSERT(slot.value.load() == nullptr, "push into a full slot");
+  }
   slot.value.store(value);
   // release [S]: pairs with the acquire [R] in pop(). (Broken variant,
   // tests/cq: relaxed, so the value is not published.)
@@ -231,7 +265,8 @@ inline bool faa_array_t::push(void* value) {
   return true;
 }
 
-inline void* faa_array_t::pop() {
+template <typename Value>
+bool basic_faa_array_t<Value>::pop(Value& out) {
   std::uint64_t ticket = 0;
   // (Broken variant, tests/cq: a pop takes a ticket even when nothing was
   // pushed.)
@@ -240,7 +275,7 @@ inline void* faa_array_t::pop() {
     // whose targets tools/mutate does not run (docs/verification.md, run 5).
     ticket = head_.value.fetch_add(1, util::mo_seq_cst);  // seq_cst: as [B]
   } else if (!take_pop_ticket(ticket)) {
-    return nullptr;
+    return false;
   }
   slot_t& slot = slots_[ticket & slots_mask_];
   // Waits (busy, then yielding: backoff_t) only for push `ticket`, which
@@ -248,12 +283,14 @@ inline void* faa_array_t::pop() {
   // acquire [R]: pairs with the release [S] in push().
   util::backoff_t backoff;
   while (slot.sequence.load(util::mo_acquire) != ticket + 1) backoff.pause();
-  void* value = slot.value.load();
-  LCI_ASSERT(value != nullptr, "pop found an empty slot");
-  slot.value.store(nullptr);  // so push can check it fills an empty slot
+  out = slot.value.load();
+  if constexpr (std::is_pointer_v<Value>) {
+    LCI_ASSERT(out != nullptr, "pop found an empty slot");
+    slot.value.store(nullptr);  // so push can check it fills an empty slot
+  }
   // release [F]: pairs with the acquire [W] in push().
   slot.sequence.store(ticket + slots_count_, util::mo_release);
-  return value;
+  return true;
 }
 
 }  // namespace lci::cq

@@ -1,6 +1,8 @@
 // Stress of cq_impl_t, both kinds: 4 signalling threads and 2 popping
-// threads. Every status must be popped exactly once, and each popper must
-// see each signaller's statuses in signal order. The array kind runs with a
+// threads. Every status must be popped exactly once and whole (the array
+// kind copies statuses through its slots: every field is derived from the
+// signaller and sequence, so a status torn between two signals is caught),
+// and each popper must see each signaller's statuses in signal order. The array kind runs with a
 // small length, and its poppers are held back until the signallers have
 // queued more than it holds, so the overflow list fills, then drains while
 // signals continue.
@@ -26,6 +28,17 @@ constexpr int signallers_count = 4;
 constexpr int poppers_count = 2;
 constexpr int array_length = 16;
 
+// The fields besides rank and tag, each a function of both.
+std::uintptr_t signature(int signaller, long sequence) {
+  return (static_cast<std::uintptr_t>(sequence) << 3) | static_cast<std::uintptr_t>(signaller);
+}
+bool is_whole(const status_t& status) {
+  const std::uintptr_t expected = signature(status.rank, static_cast<long>(status.tag));
+  return reinterpret_cast<std::uintptr_t>(status.buffer) == expected &&
+         status.size == ~expected && reinterpret_cast<std::uintptr_t>(status.user_context) ==
+                                         expected * 3 + 1;
+}
+
 void run_stress(cq_kind_t kind, int length = array_length) {
   const int per_signaller = lci::comp::test::scaled(100000);
   const int held_back_per_signaller = 4 * array_length;  // > length in all
@@ -46,6 +59,10 @@ void run_stress(cq_kind_t kind, int length = array_length) {
         status_t status(lci::errorcode_t::done);
         status.rank = s;
         status.tag = static_cast<lci::tag_t>(i);
+        const std::uintptr_t fields = signature(s, i);
+        status.buffer = reinterpret_cast<void*>(fields);
+        status.size = ~fields;
+        status.user_context = reinterpret_cast<void*>(fields * 3 + 1);
         cq.signal(status);
       }
     });
@@ -63,7 +80,7 @@ void run_stress(cq_kind_t kind, int length = array_length) {
         }
         const long sequence = static_cast<long>(status.tag);
         if (status.rank < 0 || status.rank >= signallers_count ||
-            sequence >= per_signaller) {
+            sequence >= per_signaller || !status.is_done() || !is_whole(status)) {
           decode_errors.fetch_add(1);
           popped_count.fetch_add(1);
           continue;
