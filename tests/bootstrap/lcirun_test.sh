@@ -106,6 +106,14 @@ grep -qE '^\[1\] 1/2 127\.0\.0\.1:[0-9]+ 16$' "$work/environment.out" ||
   fail "environment: rank 1's LCIRUN_* variables are not as documented"
 
 # --- errors a rank's bootstrap receives from the launcher
+# A rank is stopped by SIGTERM's default action: libinfinipath's handler
+# (loaded with Debian's libfabric), which would call exit() under the
+# rank's threads, stays off unless the caller asks for it.
+run no_backtrace -n 1 bash -c 'echo "backtrace handler off: ${IPATH_NO_BACKTRACE-unset}"'
+expect_line no_backtrace out "backtrace handler off: 1"
+IPATH_NO_BACKTRACE=0 run no_backtrace_kept -n 1 bash -c 'echo "kept: $IPATH_NO_BACKTRACE"'
+expect_line no_backtrace_kept out "kept: 0"
+
 run wrong_job -n 1 env LCIRUN_JOB=wrong "$check"
 expect_status wrong_job 1
 expect_line wrong_job err "wrong job token"
