@@ -217,7 +217,7 @@ TEST(GeneratedHeaderTest, DefaultAttributesMatchTheDescription) {
   EXPECT_EQ(comp.threshold, 1);
   EXPECT_FALSE(comp.zero_copy_am);
   EXPECT_EQ(comp.default_length, 0);
-  EXPECT_EQ(comp.cq_type, attr_cq_type_t::lcrq);
+  EXPECT_EQ(comp.cq_type, attr_cq_type_t::array_atomic);
   EXPECT_EQ(comp.comp_type, attr_comp_type_t::custom);
 }
 
