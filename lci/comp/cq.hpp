@@ -73,8 +73,8 @@ class cq_impl_t final : public comp_impl_t {
   [[nodiscard]] status_t pop();
   cq_kind_t cq_kind() const { return cq_kind_; }
   // Diagnostics for tests: statuses that ever went to the overflow list,
-  // and signals whose node was allocated because the pool (and the
-  // signaller's cache) had none.
+  // and signals whose node was allocated: lcrq, because the pool (and the
+  // signaller's cache) had none; array_atomic, every spilled one.
   std::uint64_t spilled_count() const;
   std::uint64_t allocated_nodes_count() const;
 
