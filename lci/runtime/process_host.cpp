@@ -1,5 +1,7 @@
 #include "lci/runtime/process_host.hpp"
 
+#include <cstdlib>
+#include <fstream>
 #include <memory>
 #include <string>
 #include <thread>
@@ -46,9 +48,10 @@ struct process_network_t {
   // Withdrawn before the host (a member) is destroyed.
   // Equivalent mutants: mo_weaken. A reader that loads the null
   // dereferences nothing, so the release publishes nothing; one that still
-  // loads the old address would use a host being destroyed, which no order
-  // prevents (no operation may run during the process's exit). Kept release
-  // as every store of the slot (docs/verification.md, runs 42-46).
+  // loads the old address would use a host being destroyed, which
+  // process_network_owner_t rules out (it destroys the network only when no
+  // other thread exists). Kept release as every store of the slot
+  // (docs/verification.md, runs 42-46).
   ~process_network_t() { g_process_runtime_slot.store(nullptr, util::mo_release); }
   process_network_t(const process_network_t&) = delete;
   process_network_t& operator=(const process_network_t&) = delete;
@@ -58,13 +61,55 @@ struct process_network_t {
   real_process_host_t host{*context};
 };
 
+// The number of threads of this process (Linux: "Threads:" of
+// /proc/self/status); 0 when it cannot be read.
+int process_threads_count() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("Threads:", 0) == 0) return std::atoi(line.c_str() + 8);
+  }
+  return 0;
+}
+
+// Owns the process's network from its creation until the process exits
+// (process_host.hpp, "Exit"). A program that exits with its global runtime
+// still initialized may have other threads inside it: a progress thread, a
+// worker in sync_wait, the rest of a program whose signal handler called
+// exit(). Destroying the runtime and the network would free what those
+// threads are using (they crashed in progress_device). Then both are
+// abandoned instead: only the bootstrap is finalized (a PMIx server counts a
+// process that never finalized as failed), and the network and host stay
+// for the rest of the process's short life.
+class process_network_owner_t {
+ public:
+  process_network_owner_t() : network_(new process_network_t) {}
+  ~process_network_owner_t() {
+    // The only thread: no other can start now, since this one would start it.
+    const bool runtime_in_use =
+        network_->host.g_runtime_slot() != nullptr && process_threads_count() != 1;
+    if (runtime_in_use) {
+      network_->bootstrap.reset();
+    } else {
+      delete network_;
+    }
+  }
+  process_network_owner_t(const process_network_owner_t&) = delete;
+  process_network_owner_t& operator=(const process_network_owner_t&) = delete;
+
+  process_network_t& network() { return *network_; }
+
+ private:
+  process_network_t* const network_;
+};
+
 }  // namespace
 
 host_t& process_host() {
   // Created on first use (a throwing creation is tried again by the next
-  // call); destroyed at exit, after main() returns.
-  static process_network_t network;
-  return network.host;
+  // call); ended at exit, after main() returns.
+  static process_network_owner_t owner;
+  return owner.network().host;
 }
 
 }  // namespace lci::detail

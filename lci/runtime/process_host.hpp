@@ -20,9 +20,21 @@
 //                (bootstrap and network setup are collective); idle()
 //                yields the CPU once and returns.
 // Ownership:     the host owns its bootstrap and network context, and a
-//                global runtime the program left behind (finalized at
-//                process exit, before the network closes).
+//                global runtime the program left behind (see Exit).
 // Allocation:    at creation.
+//
+// Exit: when the process exits (main returns, exit()), a global runtime
+// the program left behind is destroyed (its devices first send what their
+// backlogs still hold), then the network closes, then the bootstrap. But
+// when a global runtime is left behind and the exiting thread is not the
+// process's only thread, another thread may still be inside it (a progress
+// thread, a worker in sync_wait, a program whose signal handler called
+// exit()): the runtime and the network are then abandoned, not destroyed,
+// and only the bootstrap is finalized. Abandoned means: what the backlogs
+// held is not sent, peers may see this rank's exit as a crash, and what the
+// network would remove at close stays (libfabric's shm provider: its
+// /dev/shm file, 16 MiB sparse, per device). g_runtime_fina before exiting
+// is the clean way out (tests/runtime:exit_with_threads).
 //
 // real_process_host_t and open_real_network() are the two parts, for a
 // harness that runs rank bodies as processes with a bootstrap of its own
