@@ -14,6 +14,8 @@
 // Ownership:     the host owns the network context; runtimes borrow it.
 #pragma once
 
+#include <cstddef>
+
 #include "backends/backend.hpp"
 #include "lci/util/atomic.hpp"
 
@@ -46,8 +48,34 @@ class host_t {
   // where no lock may be held.
   util::atomic<bool>& device_allocating() { return device_allocating_; }
 
+  // Runtimes of this host that exist now (created, not yet destroyed). A
+  // real process's host reads it at exit (process_host.hpp, "Exit").
+  // relaxed: a count only; no runtime's contents are read through it.
+  std::size_t runtimes_alive() const { return runtimes_alive_.load(util::mo_relaxed); }
+
+  // Counts a runtime from its construction to its destruction: a member of
+  // runtime_impl_t, so a constructor that throws uncounts it too.
+  class runtime_count_t {
+   public:
+    explicit runtime_count_t(host_t& host) : host_(host) {
+      // relaxed: as runtimes_alive().
+      host_.runtimes_alive_.fetch_add(1, util::mo_relaxed);
+    }
+    ~runtime_count_t() {
+      // relaxed: as runtimes_alive().
+      host_.runtimes_alive_.fetch_sub(1, util::mo_relaxed);
+    }
+    runtime_count_t(const runtime_count_t&) = delete;
+    runtime_count_t& operator=(const runtime_count_t&) = delete;
+
+   private:
+    host_t& host_;
+  };
+
+
  private:
   util::atomic<bool> device_allocating_{false};
+  util::atomic<std::size_t> runtimes_alive_{0};
 };
 
 using host_lookup_fn_t = host_t* (*)();

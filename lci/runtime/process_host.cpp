@@ -73,22 +73,26 @@ int process_threads_count() {
 }
 
 // Owns the process's network from its creation until the process exits
-// (process_host.hpp, "Exit"). A program that exits with its global runtime
-// still initialized may have other threads inside it: a progress thread, a
-// worker in sync_wait, the rest of a program whose signal handler called
-// exit(). Destroying the runtime and the network would free what those
-// threads are using (they crashed in progress_device). Then both are
-// abandoned instead: only the bootstrap is finalized (a PMIx server counts a
+// (process_host.hpp, "Exit"). At exit the network can close only once no
+// runtime uses it. The host destroys a global runtime the program left
+// behind, but only if no other thread exists: a progress thread, a worker
+// in sync_wait, or the rest of a program whose signal handler called exit()
+// may be inside it, and destroying it and the network freed what they were
+// using (they crashed in progress_device). A runtime of alloc_runtime the
+// program never freed is not the host's to destroy, and a network with its
+// devices still open does not close. In these cases the network is
+// abandoned: only the bootstrap is finalized (a PMIx server counts a
 // process that never finalized as failed), and the network and host stay
 // for the rest of the process's short life.
 class process_network_owner_t {
  public:
   process_network_owner_t() : network_(new process_network_t) {}
   ~process_network_owner_t() {
+    const bool global_left = network_->host.g_runtime_slot() != nullptr;
+    const bool others_alive = network_->host.runtimes_alive() > (global_left ? 1 : 0);
     // The only thread: no other can start now, since this one would start it.
-    const bool runtime_in_use =
-        network_->host.g_runtime_slot() != nullptr && process_threads_count() != 1;
-    if (runtime_in_use) {
+    const bool abandon = others_alive || (global_left && process_threads_count() != 1);
+    if (abandon) {
       network_->bootstrap.reset();
     } else {
       delete network_;

@@ -25,16 +25,19 @@
 //
 // Exit: when the process exits (main returns, exit()), a global runtime
 // the program left behind is destroyed (its devices first send what their
-// backlogs still hold), then the network closes, then the bootstrap. But
-// when a global runtime is left behind and the exiting thread is not the
-// process's only thread, another thread may still be inside it (a progress
-// thread, a worker in sync_wait, a program whose signal handler called
-// exit()): the runtime and the network are then abandoned, not destroyed,
-// and only the bootstrap is finalized. Abandoned means: what the backlogs
+// backlogs still hold), then the network closes, then the bootstrap. The
+// runtime and the network are abandoned instead, not destroyed, when
+// - the exiting thread is not the process's only thread: another may still
+//   be inside the runtime (a progress thread, a worker in sync_wait, a
+//   program whose signal handler called exit()); or
+// - a runtime of alloc_runtime is still alive: it is the program's, and
+//   the network cannot close under its devices.
+// Then only the bootstrap is finalized. Abandoned means: what the backlogs
 // held is not sent, peers may see this rank's exit as a crash, and what the
 // network would remove at close stays (libfabric's shm provider: its
-// /dev/shm file, 16 MiB sparse, per device). g_runtime_fina before exiting
-// is the clean way out (tests/runtime:exit_with_threads).
+// /dev/shm file, 16 MiB sparse, per device). Freeing every runtime
+// (g_runtime_fina, free_runtime) before exiting is the clean way out
+// (tests/runtime:exit_with_threads).
 //
 // real_process_host_t and open_real_network() are the two parts, for a
 // harness that runs rank bodies as processes with a bootstrap of its own

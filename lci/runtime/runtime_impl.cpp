@@ -104,6 +104,7 @@ attr_net_context_t resolved(attr_net_context_t attr, const backend::net_context_
 runtime_impl_t::runtime_impl_t(const attr_runtime_t& attr, host_t& host)
     : attr_(resolved(checked(attr), host.net_context())),
       host_(host),
+      counted_(host),
       net_(host.net_context()),
       rank_me_(net_.rank_me()),
       rank_n_(net_.rank_n()),

@@ -171,6 +171,7 @@ class runtime_impl_t {
 
   const attr_runtime_t attr_;
   host_t& host_;
+  const host_t::runtime_count_t counted_;
   backend::net_context_t& net_;
   const int rank_me_;
   const int rank_n_;

@@ -9,7 +9,9 @@
 // that keeps sends and receives to itself in flight; once both have been
 // inside LCI many times, the main thread prints "rank <r>: exiting" and
 // calls std::exit(0) without g_runtime_fina, so the global runtime is left
-// behind with both threads still calling into it.
+// behind with both threads still calling into it. With the argument
+// "alloc" the threads use a runtime of alloc_runtime instead, which the
+// program never frees; the global runtime is never initialized.
 //
 // The runtime is then abandoned, and libfabric's shm provider leaves its
 // /dev/shm file (named "<pid>:..."), which this test removes itself before
@@ -34,6 +36,7 @@ constexpr std::uint64_t laps_before_exit = 20000;
 constexpr std::int64_t pairs_in_flight_max = 32;
 constexpr lci::tag_t self_tag = 7;
 
+lci::runtime_t g_used_runtime;  // empty: the global runtime
 std::atomic<std::uint64_t> progress_laps{0};
 std::atomic<std::uint64_t> worker_laps{0};
 
@@ -42,7 +45,7 @@ std::atomic<std::uint64_t> worker_laps{0};
 void progress_loop() {
   for (;;) {
     try {
-      (void)lci::progress();
+      (void)lci::progress_x().runtime(g_used_runtime)();
     } catch (const std::exception&) {
     }
     progress_laps.fetch_add(1, std::memory_order_relaxed);
@@ -50,29 +53,34 @@ void progress_loop() {
 }
 
 void worker_loop() {
-  const int me = lci::get_rank_me();
-  lci::comp_t done = lci::alloc_counter();
+  const lci::runtime_t runtime = g_used_runtime;
+  const int me = lci::get_rank_me_x().runtime(runtime)();
+  lci::comp_t done = lci::alloc_counter_x().runtime(runtime)();
   std::uint64_t out = 0;
   std::uint64_t in = 0;
   std::int64_t pairs_posted = 0;
+  const auto post_send = [&] {
+    return lci::post_send_x(me, &out, sizeof(out), self_tag, done).runtime(runtime)();
+  };
   for (;;) {
     try {
       // Each pair signals the counter twice (receive and send); keep at
       // most pairs_in_flight_max pairs outstanding.
       if (pairs_posted - lci::counter_get(done) / 2 < pairs_in_flight_max) {
-        lci::status_t recv = lci::post_recv(me, &in, sizeof(in), self_tag, done);
+        lci::status_t recv =
+            lci::post_recv_x(me, &in, sizeof(in), self_tag, done).runtime(runtime)();
         if (recv.is_done()) lci::comp_signal(done, recv);
         if (!recv.is_retry()) {
-          lci::status_t send = lci::post_send(me, &out, sizeof(out), self_tag, done);
+          lci::status_t send = post_send();
           while (send.is_retry()) {
-            (void)lci::progress();
-            send = lci::post_send(me, &out, sizeof(out), self_tag, done);
+            (void)lci::progress_x().runtime(runtime)();
+            send = post_send();
           }
           if (send.is_done()) lci::comp_signal(done, send);
           ++pairs_posted;
         }
       }
-      (void)lci::progress();
+      (void)lci::progress_x().runtime(runtime)();
     } catch (const std::exception&) {
     }
     worker_laps.fetch_add(1, std::memory_order_relaxed);
@@ -91,9 +99,13 @@ void remove_own_shm_files() {
 
 }  // namespace
 
-int main() {
-  lci::g_runtime_init();
-  const int me = lci::get_rank_me();
+int main(int argc, char** argv) {
+  if (argc > 1 && std::string(argv[1]) == "alloc") {
+    g_used_runtime = lci::alloc_runtime();
+  } else {
+    lci::g_runtime_init();
+  }
+  const int me = lci::get_rank_me_x().runtime(g_used_runtime)();
   std::thread(progress_loop).detach();
   std::thread(worker_loop).detach();
   while (progress_laps.load(std::memory_order_relaxed) < laps_before_exit ||
