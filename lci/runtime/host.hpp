@@ -72,7 +72,6 @@ class host_t {
     host_t& host_;
   };
 
-
  private:
   util::atomic<bool> device_allocating_{false};
   util::atomic<std::size_t> runtimes_alive_{0};

@@ -48,10 +48,12 @@ struct process_network_t {
   // Withdrawn before the host (a member) is destroyed.
   // Equivalent mutants: mo_weaken. A reader that loads the null
   // dereferences nothing, so the release publishes nothing; one that still
-  // loads the old address would use a host being destroyed, which
-  // process_network_owner_t rules out (it destroys the network only when no
-  // other thread exists). Kept release as every store of the slot
-  // (docs/verification.md, runs 42-46).
+  // loads the old address would use a host being destroyed, which no order
+  // prevents: process_network_owner_t destroys the network only when no
+  // runtime is left that another thread could be inside, and an operation
+  // with no runtime alive during the process's exit is the program's error.
+  // Kept release as every store of the slot (docs/verification.md, runs
+  // 42-46).
   ~process_network_t() { g_process_runtime_slot.store(nullptr, util::mo_release); }
   process_network_t(const process_network_t&) = delete;
   process_network_t& operator=(const process_network_t&) = delete;
