@@ -4,8 +4,10 @@
 //
 // Thread safety: push and pop may run concurrently from any threads; the
 //                destructor must not run concurrently with anything.
-// Blocking:      never, unless more than hazard_slots_max operations are in
-//                flight at once (then an operation spins for a hazard slot).
+// Blocking:      never, unless more than hazard_claimed_slots_max operations
+//                of threads without an owned hazard slot (thread_index() >=
+//                hazard_owned_slots_max) are in flight at once (then one spins
+//                for a slot).
 // Ownership:     the queue stores the pointer only; the pointee stays the
 //                caller's. A value belongs to the queue from push until the
 //                pop that returns it; values left at destruction are dropped.
@@ -14,7 +16,9 @@
 //                (free_segments_max) is empty. Unlinked segments are
 //                recycled once no hazard pointer protects them.
 // Limits:        unbounded (push never fails); ring_size cells per segment;
-//                hazard_slots_max operations in flight without waiting.
+//                see Blocking for hazard slots. Besides the list, up to one
+//                retired segment per owned hazard slot waits for its thread's
+//                next operation (detail/hazard_slots.hpp).
 // Progress:      lock-free (CRQ operations as in the paper; list maintenance
 //                retries only when another thread advanced the list).
 // Linearization: push at the cell CAS2 that stores the value; a pop that
@@ -24,7 +28,8 @@
 //
 // Memory reclamation: hazard pointers (detail/hazard_slots.hpp), one per
 // operation, held from the first load of head_segment_ / tail_segment_ until
-// the operation returns. The invariant "tail_segment_ is never behind
+// the operation returns (a thread's owned slot also after it, so that its
+// next operation on the same segment publishes nothing). The invariant "tail_segment_ is never behind
 // head_segment_" (pop helps tail forward before moving head) makes a segment
 // unreachable from both pointers once head moves past it; only then is it
 // retired. See docs/design/cq.md.

@@ -70,7 +70,11 @@ def lcrq_orders():
         # `mutated(...) ? mo_relaxed` and, on the next line, `: mo_seq_cst`
         "link": at('util::mutated("lcrq_relaxed_next_link")', offset=1),
         "protect_reload": rc11.order_at(HAZARD_SLOTS, "// [H] re-load"),
-        "protect_publish": rc11.order_at(HAZARD_SLOTS, "// [H] publication"),
+        # acquire()'s publication in an owned slot, then protect()'s.
+        "owned_publish": rc11.order_at(HAZARD_SLOTS, "// [H] publication",
+                                       occurrence=0, lines=2),
+        "protect_publish": rc11.order_at(HAZARD_SLOTS, "// [H] publication",
+                                         occurrence=1, lines=2),
         "scan": rc11.order_at(HAZARD_SLOTS, "== p) return true;"),
         "append_tail": at("tail_expected, fresh, util::mo_", which=0),
         "pop_help_failure": at(tail_help, which=1, occurrence=1, lines=3),
@@ -197,7 +201,7 @@ class CqLitmusTest(unittest.TestCase, rc11.LitmusAssertions):
         self.assert_fresh_segment_published((o["pop_next"], o["pop_help"]),
                                             "advance_head()'s help of tail_segment_")
 
-    def assert_old_tail_protected(self, mover):
+    def assert_old_tail_protected(self, mover, publication="protect_publish"):
         # The hazard protocol [H] over tail_segment_. Segment 1 is closed and
         # drained, segment 2 follows it. A mover takes tail_segment_ from 1 to
         # 2: append() itself, a pusher's help, or advance_head() of the
@@ -209,7 +213,7 @@ class CqLitmusTest(unittest.TestCase, rc11.LitmusAssertions):
         # must be in S, and R's read of it (its CAS, or the CAS's failure
         # when another thread moved it) too.
         o = lcrq_orders()
-        pusher = [store("slot", 1, o["protect_publish"]),
+        pusher = [store("slot", 1, o[publication]),
                   load("tail_segment", o["protect_reload"], "seen")]
         reclaimer = []
         threads = [pusher]
@@ -229,6 +233,10 @@ class CqLitmusTest(unittest.TestCase, rc11.LitmusAssertions):
 
     def test_lcrq_old_tail_protected_when_advance_head_moves_it(self):
         self.assert_old_tail_protected(None)
+
+    def test_lcrq_old_tail_protected_by_an_owned_slot(self):
+        # acquire() of a thread's owned slot that held another segment.
+        self.assert_old_tail_protected(None, "owned_publish")
 
     def test_lcrq_old_tail_protected_when_append_moves_it(self):
         self.assert_old_tail_protected(lcrq_orders()["append_tail"])

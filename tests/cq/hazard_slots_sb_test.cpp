@@ -1,7 +1,7 @@
 // The hazard-pointer protocol [H] (lci/cq/detail/hazard_slots.hpp) as a
 // store-buffering litmus test, run on the hardware many times.
 //
-// A protector re-points its claimed slot at a source (protect(): publish,
+// A protector re-points its slot at a source (protect(): publish,
 // then re-load the source); a reclaimer unlinks the old value from the
 // source (an RMW) and then scans the slots. [H] forbids the outcome in which
 // protect() returns the old value (its re-load came before the unlink) while
@@ -89,7 +89,10 @@ struct outcome_t {
 // a few PAUSEs (a different number each round), then unlinks `unlinked`
 // (exchange to `fresh`) and scans for it. A miss: protect() returned
 // `unlinked` and the scan did not see it.
-outcome_t run_rounds(bool republish) {
+// With `owned`, the protector is the owner of slot 0 and starts each round
+// with acquire() instead of protect(): its slot still names the parked
+// node, so acquire()'s own publication is the store that races.
+outcome_t run_rounds(bool republish, bool owned = false) {
   constexpr std::uint64_t rounds_max = 1'000'000;
   constexpr auto seconds_max = std::chrono::seconds(10);
   constexpr std::int64_t skew_max = 4096;
@@ -107,12 +110,14 @@ outcome_t run_rounds(bool republish) {
   std::int64_t skew = 0;
 
   std::thread protector([&] {
-    const std::size_t slot = hazards.acquire(parking).first;
+    constexpr std::size_t owner = 0;
+    const std::size_t slot = hazards.acquire(parking, owner).first;
     for (std::uint64_t round = 1; round <= rounds; ++round) {
       hazards.protect(slot, parking);
       barrier.arrive_and_wait(0, 2 * round - 1);
       pause(-skew);
-      protected_value = hazards.protect(slot, source);
+      protected_value = owned ? hazards.acquire(source, owner).second
+                              : hazards.protect(slot, source);
       barrier.arrive_and_wait(0, 2 * round);
     }
     hazards.release(slot);
@@ -165,6 +170,11 @@ void expect_no_miss(const outcome_t& outcome) {
 // protect()'s first publication (hazard_slots.hpp, "[H] publication").
 TEST(HazardSlotsStoreBuffering, APublicationBeforeTheUnlinkIsSeenByTheScan) {
   expect_no_miss(run_rounds(false));
+}
+
+// acquire()'s publication in an owned slot that named another node.
+TEST(HazardSlotsStoreBuffering, AnOwnedSlotsPublicationBeforeTheUnlinkIsSeenByTheScan) {
+  expect_no_miss(run_rounds(false, true));
 }
 
 // validate()'s re-publication after the source changed under protect().

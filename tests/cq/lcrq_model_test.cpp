@@ -171,6 +171,55 @@ struct pop_race_turnover_t : rl::test_suite<pop_race_turnover_t, 2> {
   }
 };
 
+// A thread's owned hazard slot still names the segment of its last
+// operation when its next one starts (detail/hazard_slots.hpp): that
+// operation must publish the segment it loads now, or a reclaimer deletes it
+// under it. before() pushes p0's v0..v5 and p1's v0..v1 (segments [0 1]
+// [2 3] [4 5] [p1: 0 1]) and pops v0..v2, which retires the first segment
+// into the one free slot. Thread 0 pops v3 (its slot keeps [2 3]); thread
+// 1 then pops [2 3] off the list (parked: thread 0's slot names it) and v4;
+// then thread 0 pops again while thread 1 pops v5 and moves past [4 5]. The
+// second pop must protect [4 5] before using it: else thread 1, finding the
+// free slot full, deletes [4 5] under it. Three flags order the threads'
+// steps up to thread 0's second pop, so that the search spends its context
+// bound on that race itself; relaxed, so they order nothing the queue relies
+// on.
+struct owned_slot_goes_stale_t : rl::test_suite<owned_slot_goes_stale_t, 2> {
+  static constexpr int setup_consumer = 2;
+  fixture_t world;
+  atomic<int> stale_slot_left;   // thread 0 popped once
+  atomic<int> head_moved_on;     // thread 1 moved the head to [4 5]
+  atomic<int> second_pop_starts;
+  void before() {
+    world.build(new lcrq_t(ring_size));
+    for (int i = 0; i < 6; ++i) world.push(0, i);
+    for (int i = 0; i < 2; ++i) world.push(1, i);
+    for (int i = 0; i < 3; ++i) RL_ASSERT(world.pop(setup_consumer));
+    stale_slot_left.store(0, mo_relaxed);
+    head_moved_on.store(0, mo_relaxed);
+    second_pop_starts.store(0, mo_relaxed);
+  }
+  void thread(unsigned id) {
+    if (id == 0) {
+      RL_ASSERT(world.pop(0));  // v3
+      stale_slot_left.store(1, mo_relaxed);
+      while (head_moved_on.load(mo_relaxed) == 0) lci::util::spin_pause();
+      second_pop_starts.store(1, mo_relaxed);
+      world.pop(0);
+      return;
+    }
+    while (stale_slot_left.load(mo_relaxed) == 0) lci::util::spin_pause();
+    RL_ASSERT(world.pop(1));  // v4, after moving the head past [2 3]
+    head_moved_on.store(1, mo_relaxed);
+    while (second_pop_starts.load(mo_relaxed) == 0) lci::util::spin_pause();
+    for (int i = 0; i < 2; ++i) world.pop(1);
+  }
+  void after() {
+    const int pushed[producers_max] = {6, 2, 0};
+    drain_and_check(world, pushed, setup_consumer + 1);
+  }
+};
+
 // Three threads, each pushing then popping (the CQ pattern of a thread that
 // polls the queue it feeds), across a ring turnover.
 struct three_mixed_t : rl::test_suite<three_mixed_t, 3> {
@@ -216,5 +265,7 @@ int main() {
                                rl::sched_bound, 1 + deeper),
       run<three_mixed_t>("lcrq: 3 threads push+pop over turnover",
                          rl::sched_bound, 1 + deeper),
+      run<owned_slot_goes_stale_t>("lcrq: an owned slot left on an older segment",
+                                   rl::sched_bound, 1 + deeper),
   });
 }
