@@ -29,10 +29,10 @@
 // Memory reclamation: hazard pointers (detail/hazard_slots.hpp), one per
 // operation, held from the first load of head_segment_ / tail_segment_ until
 // the operation returns (a thread's owned slot also after it, so that its
-// next operation on the same segment publishes nothing). The invariant "tail_segment_ is never behind
-// head_segment_" (pop helps tail forward before moving head) makes a segment
-// unreachable from both pointers once head moves past it; only then is it
-// retired. See docs/design/cq.md.
+// next operation on the same segment publishes nothing). The invariant
+// "tail_segment_ is never behind head_segment_" (pop helps tail forward
+// before moving head) makes a segment unreachable from both pointers once
+// head moves past it; only then is it retired. See docs/design/cq.md.
 #pragma once
 
 #include <cstddef>

@@ -28,8 +28,8 @@ TEST(HazardSlots, EverySlotIsUsableAndScanned) {
   lci::util::atomic<node_t*> source{&node};
   auto hazards = std::make_unique<hazard_slots_t<node_t>>();
   // Every owned slot through its own thread index, then every claimed one
-  // (held at once, so each claim takes the next free slot), so the last slot
-  // is among them.
+  // through thread indices whose probes start at each of them in turn, so
+  // the last slot is among them.
   std::size_t slots_taken[hazard_slots_max];
   for (std::size_t i = 0; i < hazard_slots_max; ++i) {
     slots_taken[i] = hazards->acquire(source, i).first;

@@ -189,7 +189,7 @@ struct owned_slot_goes_stale_t : rl::test_suite<owned_slot_goes_stale_t, 2> {
   fixture_t world;
   atomic<int> stale_slot_left;   // thread 0 popped once
   atomic<int> head_moved_on;     // thread 1 moved the head to [4 5]
-  atomic<int> second_pop_starts;
+  atomic<int> second_pop_starts;  // thread 0 is about to pop again
   void before() {
     world.build(new lcrq_t(ring_size));
     for (int i = 0; i < 6; ++i) world.push(0, i);

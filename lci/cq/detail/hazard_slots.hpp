@@ -87,7 +87,8 @@ class hazard_slots_t {
   // both regions from one thread with it).
   std::pair<std::size_t, T*> acquire(const util::atomic<T*>& source,
                                      std::size_t thread_index);
-  // Re-points a claimed slot at source's current value and returns it.
+  // Re-points a held slot (owned or claimed) at source's current value and
+  // returns it.
   T* protect(std::size_t slot, const util::atomic<T*>& source);
   // Ends the operation: a claimed slot is freed, an owned one stays
   // published (see the class comment).
