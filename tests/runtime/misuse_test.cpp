@@ -310,22 +310,29 @@ TEST(Misuse, TruncatedZeroCopyMessage) {
 // itself reports the truncation, having consumed the message.
 TEST(Misuse, TruncatedMessageAlreadyWaiting) {
   run_misuse([](lci::sim::rank_env_t& env) {
+    const lci::tag_t token_tag = truncated_tag + 1;
     std::vector<char> payload(100, 'w');
     std::vector<char> in(capacity_bytes, 0);
+    char token = 0;
     lci::comp_t sync = lci::alloc_sync();
+    lci::status_t status;
     if (env.rank() == 0) {
-      // Network semantic: done once the message sits at rank 1.
-      lci::status_t status = post_retrying([&] {
+      // Network semantic: done once the message sits in rank 1's completion
+      // queue, so the token sent next lands behind it there.
+      status = post_retrying([&] {
         return lci::post_send_x(1, payload.data(), payload.size(), truncated_tag, sync)
             .comp_semantic(lci::comp_semantic_t::network)();
       });
       if (status.is_posted()) lci::sync_wait(sync, &status);
-    }
-    env.barrier();
-    if (env.rank() == 1) {
-      // Take the arrival off the network into the matching engine.
-      while (lci::progress().is_done()) {
-      }
+      status = post_retrying([&] { return lci::post_send(1, &token, 1, token_tag, sync); });
+      if (status.is_posted()) lci::sync_wait(sync, &status);
+    } else {
+      // Completions are polled in order: once the token's receive is done,
+      // the message ahead of it waits in the matching engine. (Rank 1 must
+      // progress meanwhile: rank 0's send may need a receive buffer that
+      // only rank 1's progress posts.)
+      status = post_retrying([&] { return lci::post_recv(0, &token, 1, token_tag, sync); });
+      if (status.is_posted()) lci::sync_wait(sync, &status);
       expect_throws<std::length_error>(
           "a truncated waiting message",
           [&] { (void)lci::post_recv(0, in.data(), in.size(), truncated_tag, sync); },
