@@ -39,6 +39,12 @@ struct packet_header_t {
   util::var<std::uint32_t> home_deque_index;
   // This packet's position in the pool; constant after construction.
   std::uint32_t packet_index = 0;
+  // Nonzero while the packet is posted as a network receive: its poster's
+  // mark (pool_t::mark_receive). An atomic, because a closing device scans
+  // every header (pool_t::reclaim_marked) while other threads hold and mark
+  // the other packets; relaxed everywhere, since a packet's own marks are
+  // ordered by the hand-offs that move the packet.
+  util::atomic<std::uint32_t> receive_mark;
 };
 
 // Whole lines, so the payload stays line aligned: one line in production

@@ -78,6 +78,17 @@ class pool_t {
   // own or on a packet that is already in the pool (double put).
   void put(void* payload);
 
+  // Receives. A packet posted as a network receive is marked with its
+  // poster's `mark` (nonzero) by its holder before the post, and unmarked
+  // by the holder that takes its arrival, so that a device closing with
+  // receives still posted (a closed network completes none of them) can put
+  // exactly those back: reclaim_marked() puts back every packet still out
+  // with `mark` and returns how many. It may run beside other threads'
+  // get/put; the caller guarantees nobody else holds a packet with `mark`.
+  void mark_receive(void* payload, std::uint32_t mark);
+  void unmark_receive(void* payload);
+  std::size_t reclaim_marked(std::uint32_t mark);
+
   // Teardown only (no get/put may run): puts back every packet still out and
   // returns how many there were. For an owner that knows its packets are
   // unreachable, e.g. receives dropped with a closed network device.
@@ -345,6 +356,7 @@ inline pool_t::pool_t(std::size_t packet_size_bytes, std::size_t packets_count,
     auto* packet = new (reinterpret_cast<void*>(header_at(i))) packet_header_t;
     packet->packet_index = static_cast<std::uint32_t>(i);
     packet->home_deque_index.store(initial_deque_index_);
+    packet->receive_mark.store(0, util::mo_relaxed);  // relaxed: not shared yet
     packet->state.store(static_cast<std::uint8_t>(packet_state_t::in_pool),
                         util::mo_relaxed);  // relaxed: not shared yet
     initial.push_tail(packet);
@@ -381,6 +393,33 @@ inline void pool_t::assert_all_home() const {
   }
   LCI_ASSERT(home_count == packets_count_,
              "teardown: packets still out (or lost) when the pool is destroyed");
+}
+
+inline void pool_t::mark_receive(void* payload, std::uint32_t mark) {
+  LCI_ASSERT(mark != 0, "a receive mark of 0 (0 means unmarked)");
+  // relaxed: see packet_header_t::receive_mark.
+  checked_header_of(payload)->receive_mark.store(mark, util::mo_relaxed);
+}
+
+inline void pool_t::unmark_receive(void* payload) {
+  // relaxed: see packet_header_t::receive_mark.
+  checked_header_of(payload)->receive_mark.store(0, util::mo_relaxed);
+}
+
+inline std::size_t pool_t::reclaim_marked(std::uint32_t mark) {
+  LCI_ASSERT(mark != 0, "reclaiming the unmarked packets");
+  std::size_t reclaimed = 0;
+  for (std::size_t i = 0; i < packets_count_; ++i) {
+    packet_header_t* packet = header_at(i);
+    // relaxed: a packet with `mark` is the caller's (see the declaration),
+    // marked before the caller's hand-off to this thread; any other packet
+    // reads as another mark or 0, and is left alone.
+    if (packet->receive_mark.load(util::mo_relaxed) != mark) continue;
+    packet->receive_mark.store(0, util::mo_relaxed);
+    put(payload_of(packet));
+    ++reclaimed;
+  }
+  return reclaimed;
 }
 
 inline std::size_t pool_t::reclaim_outstanding() {

@@ -272,7 +272,10 @@ error_t progress_device(device_impl_t& device) {
   std::exception_ptr first_error;
   std::size_t packets_consumed = 0;
   for (std::size_t i = 0; i < polled; ++i) {
-    if (takes_posted_packet(statuses[i])) ++packets_consumed;
+    if (takes_posted_packet(statuses[i])) {
+      device.note_receive_taken(statuses[i].buffer);
+      ++packets_consumed;
+    }
     try {
       dispatch(device, statuses[i]);
     } catch (...) {

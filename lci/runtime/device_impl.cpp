@@ -194,16 +194,20 @@ device_impl_t::~device_impl_t() {
     if (request->packet != nullptr) packet_pool_->pool.put(request->packet);
     give_back(request);
   }
-  // Closing the network device drops the pre-posted receives; their packets
-  // stay out of the pool until free_packet_pool or runtime teardown
-  // reclaims them, and their share goes back for the pool's other devices.
+  // Closing the network device drops the pre-posted receives: the network
+  // completes none of them and no longer writes them, so their packets go
+  // back to the pool now, and their share with them. (Left out until the
+  // pool was freed, a device per thread freed after a run kept up to the
+  // pool's whole receive share: the default device then posted the rest as
+  // receives, and its sends waited for a packet forever.)
   net_.reset();
   const std::size_t dropped = recvs_posted_.load(util::mo_relaxed);
   if (raw()) {
     LCI_ASSERT(dropped == 0, "a raw device pre-posted packets");
   } else {
+    const std::size_t reclaimed = packet_pool_->pool.reclaim_marked(receive_mark());
+    LCI_ASSERT(reclaimed == dropped, "the packets posted as receives and their count differ");
     packet_pool_->return_receive_share(dropped);
-    packet_pool_->note_dropped_receives(dropped);
   }
   while (backlog_.pop()) {
   }
@@ -356,9 +360,11 @@ bool device_impl_t::post_receives(std::size_t target) {
     while (posted < shares) {
       void* packet = packet_pool_->pool.get();
       if (packet == nullptr) break;
+      packet_pool_->pool.mark_receive(packet, receive_mark());
       const error_t error = net_->post_recv(packet, packet_payload_max(), backend::net_mr_t{},
                                             nullptr);
       if (!error.is_done()) {
+        packet_pool_->pool.unmark_receive(packet);
         packet_pool_->pool.put(packet);
         break;
       }

@@ -276,6 +276,10 @@ class device_impl_t {
   // `count` pre-posted packets took messages (they are the runtime's now):
   // progress notes a poll's worth at once, so that the counters every
   // thread of a shared device touches move once per poll, not per message.
+  // A pre-posted packet's arrival (progress_device, before dispatch): the
+  // packet is the runtime's now, no longer the device's to take back when it
+  // closes (pool_t::reclaim_marked).
+  void note_receive_taken(void* packet) { packet_pool_->pool.unmark_receive(packet); }
   void note_receives_consumed(std::size_t count) {
     if (count == 0) return;
     recvs_posted_.fetch_sub(count, util::mo_relaxed);  // relaxed: see recvs_posted_
@@ -334,6 +338,9 @@ class device_impl_t {
   bool drain_backlog_steps();  // drain_backlog() with steps waiting
   // Pre-posted packets up to `target`, a batch at a time.
   bool post_receives(std::size_t target);
+  // What this device's posted packets carry (pool_t::mark_receive): device
+  // uids are unique in the process, and 0 is no mark.
+  std::uint32_t receive_mark() const { return static_cast<std::uint32_t>(attr_.uid) + 1; }
   // replenish_receives() of a device with receive regions.
   bool replenish_regions();
   // Queues a step the network refused; returns posted_backlog.

@@ -45,25 +45,15 @@ void packet_pool_impl_t::return_receive_share(std::size_t count) {
   LCI_ASSERT(before >= count, "more receive packets returned than taken");
 }
 
-void packet_pool_impl_t::note_dropped_receives(std::size_t count) {
-  const std::size_t before = dropped_receives_.fetch_add(count, util::mo_relaxed);
-  LCI_ASSERT(before + count <= attr.npackets, "more dropped receives than packets");
-}
-
-void packet_pool_impl_t::reclaim_before_free() {
-  const std::size_t dropped = dropped_receives_.load(util::mo_relaxed);
+void packet_pool_impl_t::check_before_free() const {
   const std::size_t out = attr.npackets - pool.packets_free_count();
-  LCI_ASSERT(out >= dropped, "fewer packets out than dropped receives");
-  if (out != dropped) {
+  if (out != 0) {
     throw std::invalid_argument(
-        "free_packet_pool: " + std::to_string(out - dropped) +
+        "free_packet_pool: " + std::to_string(out) +
         " packet(s) still out: held by the program (get_upacket, zero-copy AM "
         "buffers) or by unexpected messages nobody received; put them back or receive the "
         "messages first, or leave the pool to runtime finalization");
   }
-  const std::size_t reclaimed = pool.reclaim_outstanding();
-  LCI_ASSERT(reclaimed == dropped, "reclaimed other packets than the dropped receives");
-  dropped_receives_.store(0, util::mo_relaxed);
 }
 
 matching_engine_impl_t::matching_engine_impl_t(runtime_impl_t* runtime,

@@ -79,23 +79,17 @@ class packet_pool_impl_t {
   void return_receive_share(std::size_t count);
   std::size_t receive_packets_max() const { return receive_packets_max_; }
 
-  // A closing device's posted receives, which the network dropped: their
-  // packets stay out (no one will complete them) until reclaim_before_free().
-  void note_dropped_receives(std::size_t count);
-  // free_packet_pool, once no device uses the pool: brings the dropped
-  // receives' packets home. Throws invalid_argument, changing nothing, when
-  // other packets are still out (an unexpected message nobody received
-  // holds one): freeing the pool would lose those messages.
-  void reclaim_before_free();
+  // free_packet_pool, once no device uses the pool (closing devices gave
+  // their posted receives' packets back): throws invalid_argument, changing
+  // nothing, when packets are still out (an unexpected message nobody
+  // received holds one): freeing the pool would lose those messages.
+  void check_before_free() const;
 
  private:
   std::size_t receive_packets_max_;
   // relaxed (both methods): a budget; the packets themselves pass through
   // the pool, whose own synchronisation orders them.
   util::atomic<std::size_t> receive_packets_{0};
-  // relaxed: devices sharing the pool may close at once; reclaim_before_free()
-  // runs after every one of them has returned from free_device.
-  util::atomic<std::size_t> dropped_receives_{0};
 };
 
 class matching_engine_impl_t {

@@ -137,11 +137,11 @@ runtime_impl_t::runtime_impl_t(const attr_runtime_t& attr, host_t& host)
 
 runtime_impl_t::~runtime_impl_t() {
   release_mrs_of(nullptr);
-  // Devices first: closing a network device drops its pre-posted receives,
-  // whose packets the pools then reclaim.
+  // Devices first: closing a network device gives its pre-posted
+  // receives' packets back to their pool.
   devices_.clear();
-  // Packets of receives the closed devices dropped, and of unexpected
-  // messages nobody received, go home before the pools check they are all in.
+  // Packets of unexpected messages nobody received go home before the pools
+  // check they are all in.
   for (auto& pool : packet_pools_) pool->pool.reclaim_outstanding();
   packet_pools_.clear();
   // A graph whose operations the closed devices dropped (a program that
@@ -325,9 +325,9 @@ void runtime_impl_t::free_packet_pool(packet_pool_impl_t* pool) {
     }
     const bool live = std::any_of(packet_pools_.begin(), packet_pools_.end(),
                                   [pool](const auto& p) { return p.get() == pool; });
-    // Checked before reclaim_before_free() reads the pool; erase_live()
+    // Checked before check_before_free() reads the pool; erase_live()
     // throws the error.
-    if (live) pool->reclaim_before_free();
+    if (live) pool->check_before_free();
   }
   if (pool == default_packet_pool_) default_packet_pool_ = nullptr;
   erase_live(packet_pools_, pool, "free_packet_pool: packet_pool");

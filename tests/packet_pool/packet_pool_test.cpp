@@ -326,6 +326,30 @@ TEST(PacketPool, ReclaimOutstandingPutsBackEveryPacketStillOut) {
   EXPECT_EQ(pool.reclaim_outstanding(), 0u);
 }
 
+// A closing device's reclaim: exactly the packets out with its mark go
+// back (not another device's, not one unmarked when its arrival was taken,
+// not one already home), and each loses its mark.
+TEST(PacketPool, ReclaimMarkedPutsBackOnlyThePacketsOutWithTheMark) {
+  constexpr std::size_t packets_count = 8;
+  pool_t pool(64, packets_count);
+  std::vector<void*> packets = get_all(pool, 6);
+  ASSERT_EQ(packets.size(), 6u);
+  for (std::size_t i = 0; i < 4; ++i) pool.mark_receive(packets[i], 7);
+  pool.mark_receive(packets[4], 9);  // another device's receive
+  pool.unmark_receive(packets[1]);   // its arrival was taken: the runtime's now
+  EXPECT_EQ(pool.reclaim_marked(7), 3u);  // packets 0, 2 and 3
+  EXPECT_EQ(pool.packets_free_count(), packets_count - 3);
+  EXPECT_EQ(pool.reclaim_marked(7), 0u);  // none twice
+  // A reclaimed packet comes out of get() unmarked: a later reclaim of the
+  // same mark leaves it with its new holder.
+  std::vector<void*> again = get_all(pool, 2);
+  ASSERT_EQ(again.size(), 2u);
+  EXPECT_EQ(pool.reclaim_marked(7), 0u);
+  EXPECT_EQ(pool.reclaim_marked(9), 1u);
+  for (void* packet : {packets[1], packets[5], again[0], again[1]}) pool.put(packet);
+  EXPECT_EQ(pool.packets_free_count(), packets_count);
+}
+
 TEST(PacketPoolDeathTest, DoublePutAborts) {
   EXPECT_DEATH(
       {

@@ -13,6 +13,7 @@
 
 #include "lci.hpp"
 #include "sim/sim_harness_gtest.hpp"
+#include "sim/sim_profile.hpp"
 #include "tests/runtime/runtime_test_util.hpp"
 
 namespace {
@@ -30,9 +31,11 @@ void round_trip_on(lci::device_t device, int peer, lci::tag_t tag) {
   lci::comp_t recv_sync = lci::alloc_sync();
   lci::comp_t send_sync = lci::alloc_sync();
   lci::status_t received = post_retrying(
-      [&] { return lci::post_recv_x(peer, in, sizeof(in), tag, recv_sync).device(device)(); });
+      [&] { return lci::post_recv_x(peer, in, sizeof(in), tag, recv_sync).device(device)(); },
+      device);
   lci::status_t sent = post_retrying(
-      [&] { return lci::post_send_x(peer, out, sizeof(out), tag, send_sync).device(device)(); });
+      [&] { return lci::post_send_x(peer, out, sizeof(out), tag, send_sync).device(device)(); },
+      device);
   while (sent.is_posted() && !lci::sync_test(send_sync, &sent)) {
     (void)lci::progress_x().device(device)();
   }
@@ -72,6 +75,39 @@ TEST(DeviceAllocation, ConsecutiveAllocationsOnTwoThreadsPairInOrder) {
     for (lci::tag_t tag = 0; tag < 2; ++tag) round_trip_on(devices[tag], peer, tag);
     lci::barrier();
     for (lci::device_t& device : devices) lci::free_device(&device);
+    lci::g_runtime_fina();
+  });
+}
+
+// A program that allocates a device per phase and frees it after: each
+// device pre-posts receives from one packet pool, and its closing network
+// completes none of them. Those packets must come back to the pool when the
+// device is freed. Kept out until the pool was freed, every phase lost the
+// device's receives (under the shm profile's receive queue, the pool's
+// whole receive share: 192 of the sim's 256 packets), and by the third
+// phase the device could post no receive and its sends waited for a packet
+// forever (a deadlock report).
+TEST(DeviceAllocation, FreedDevicesGiveTheirPostedReceivesBack) {
+  constexpr int phases = 8;
+  lci::sim::sweep_t sweep;
+  sweep.seeds_count = 2;
+  sweep.configure = [](lci::sim::run_options_t& options) {
+    options.log = false;
+    lci::sim::apply_provider_profile(&options.world, lci::sim::profile_kind_t::shm);
+    options.world.devices_per_rank_max = phases + 1;  // freed devices keep their index
+  };
+  lci::sim::expect_runs_ok(2, sweep, [](lci::sim::rank_env_t& env) {
+    lci::g_runtime_init();
+    const int peer = 1 - env.rank();
+    lci::packet_pool_t pool = lci::alloc_packet_pool();
+    for (lci::tag_t phase = 0; phase < phases; ++phase) {
+      lci::device_t device = lci::alloc_device_x().packet_pool(pool)();
+      round_trip_on(device, peer, phase);
+      lci::barrier_x().device(device)();  // the peer is done with it too
+      lci::free_device(&device);
+    }
+    lci::free_packet_pool(&pool);  // throws if a packet is still out
+    lci::barrier();
     lci::g_runtime_fina();
   });
 }

@@ -26,13 +26,16 @@ inline void require(bool condition, const std::string& message) {
   if (!condition) throw std::runtime_error(message);
 }
 
-// Runs `post` (a posting call) until it returns done or posted.
+// Runs `post` (a posting call) until it returns done or posted,
+// progressing `device` between tries: the one the post uses, since a
+// refusal may wait for this device's own completions, or (libfabric shm's
+// first post to a peer) for the peer's device to hear from this one.
 template <typename Post>
-status_t post_retrying(Post&& post) {
+status_t post_retrying(Post&& post, device_t device = device_t()) {
   status_t status;
   do {
     status = post();
-    if (status.is_retry()) (void)progress();
+    if (status.is_retry()) (void)progress_x().device(device)();
   } while (status.is_retry());
   return status;
 }
