@@ -357,25 +357,46 @@ bool device_impl_t::post_receives(std::size_t target) {
     const std::size_t shares =
         wanted == 0 ? 0 : packet_pool_->take_receive_shares(wanted, /*device_has_none=*/before == 0);
     std::size_t posted = 0;
-    while (posted < shares) {
-      void* packet = packet_pool_->pool.get();
-      if (packet == nullptr) break;
-      packet_pool_->pool.mark_receive(packet, receive_mark());
-      const error_t error = net_->post_recv(packet, packet_payload_max(), backend::net_mr_t{},
-                                            nullptr);
-      if (!error.is_done()) {
-        packet_pool_->pool.unmark_receive(packet);
-        packet_pool_->pool.put(packet);
-        break;
-      }
-      ++posted;
+    // What the chunk did not post is given back, also when a post throws
+    // (a crashed rank in the simulator): the count of posted receives must
+    // stay the number of packets out with this device's mark (~device_impl_t).
+    const auto settle = [&] {
+      if (shares > posted) packet_pool_->return_receive_share(shares - posted);
+      if (chunk > posted) recvs_posted_.fetch_sub(chunk - posted, util::mo_relaxed);
+    };
+    try {
+      while (posted < shares && post_packet_receive()) ++posted;
+    } catch (...) {
+      settle();
+      throw;
     }
-    if (shares > posted) packet_pool_->return_receive_share(shares - posted);
-    if (chunk > posted) recvs_posted_.fetch_sub(chunk - posted, util::mo_relaxed);
+    settle();
     posted_any = posted_any || posted > 0;
     if (posted < chunk) break;  // the target reached, or no share, packet or room
   }
   return posted_any;
+}
+
+bool device_impl_t::post_packet_receive() {
+  void* packet = packet_pool_->pool.get();
+  if (packet == nullptr) return false;
+  packet_pool_->pool.mark_receive(packet, receive_mark());
+  // Back to the pool, unmarked, unless the network took it: after a refusal
+  // and after a throw alike.
+  struct unposted_t {
+    packet_pool::pool_t& pool;
+    void* packet;
+    ~unposted_t() {
+      if (packet == nullptr) return;
+      pool.unmark_receive(packet);
+      pool.put(packet);
+    }
+  } unposted{packet_pool_->pool, packet};
+  if (!net_->post_recv(packet, packet_payload_max(), backend::net_mr_t{}, nullptr).is_done()) {
+    return false;
+  }
+  unposted.packet = nullptr;
+  return true;
 }
 
 bool device_impl_t::replenish_regions() {

@@ -338,6 +338,9 @@ class device_impl_t {
   bool drain_backlog_steps();  // drain_backlog() with steps waiting
   // Pre-posted packets up to `target`, a batch at a time.
   bool post_receives(std::size_t target);
+  // One packet of the pool posted as a receive; false when the pool is
+  // empty or the network refused (the packet back in the pool).
+  bool post_packet_receive();
   // What this device's posted packets carry (pool_t::mark_receive): device
   // uids are unique in the process, and 0 is no mark.
   std::uint32_t receive_mark() const { return static_cast<std::uint32_t>(attr_.uid) + 1; }

@@ -93,7 +93,10 @@ TEST(DeviceAllocation, FreedDevicesGiveTheirPostedReceivesBack) {
   sweep.seeds_count = 2;
   sweep.configure = [](lci::sim::run_options_t& options) {
     options.log = false;
-    lci::sim::apply_provider_profile(&options.world, lci::sim::profile_kind_t::shm);
+    // (Unless LCI_SIM_PROFILE chose one: a profile applies once.)
+    if (options.world.profile.is_default()) {
+      lci::sim::apply_provider_profile(&options.world, lci::sim::profile_kind_t::shm);
+    }
     options.world.devices_per_rank_max = phases + 1;  // freed devices keep their index
   };
   lci::sim::expect_runs_ok(2, sweep, [](lci::sim::rank_env_t& env) {
