@@ -227,9 +227,11 @@ TEST(Attrs, MaxMsgSizeBoundsTheNetContextsDevices) {
         [&] { (void)lci::post_send_x(peer, out.data(), limit + 1, 7, send_sync).device(device)(); },
         {"size = 16385", "max_msg_size 16384"});
     lci::status_t received = post_retrying(
-        [&] { return lci::post_recv_x(peer, in.data(), limit, 7, recv_sync).device(device)(); });
+        [&] { return lci::post_recv_x(peer, in.data(), limit, 7, recv_sync).device(device)(); },
+        device);
     lci::status_t sent = post_retrying(
-        [&] { return lci::post_send_x(peer, out.data(), limit, 7, send_sync).device(device)(); });
+        [&] { return lci::post_send_x(peer, out.data(), limit, 7, send_sync).device(device)(); },
+        device);
     if (sent.is_posted()) lci::sync_wait_x(send_sync, &sent).device(device)();
     if (received.is_posted()) lci::sync_wait_x(recv_sync, &received).device(device)();
     require(received.is_done() && received.size == limit, "the message at the limit failed");
@@ -310,7 +312,7 @@ TEST(Attrs, MaxInjectSizeBoundsTheNetContextsDevices) {
         return lci::post_put_x(peer_of(env.rank()), buffer, size, sync, 0,
                                all[peer_of(env.rank())])
             .device(device)();
-      });
+      }, device);
     };
     const lci::status_t injected = put(8);
     require(injected.is_done(), std::string("an 8-byte put: ") + injected.error.get_str());

@@ -203,7 +203,7 @@ TEST(RankCrash, ReceiveFromDeadRankCompletes) {
         const lci::device_t device = i % 2 == 0 ? lci::get_default_device() : idle_device;
         const lci::status_t status = post_retrying([&] {
           return lci::post_recv_x(victim_rank, buffer.data(), size, i, syncs[i]).device(device)();
-        });
+        }, device);
         require(status.is_posted(), "a receive from the victim did not wait");
       }
     }

@@ -92,7 +92,7 @@ void exchange(lci::sim::rank_env_t& env) {
         return lci::post_am_x(1, data.data(), data.size(), lci::comp_t(), rcomp)
             .tag(static_cast<lci::tag_t>(m))
             .device(device)();
-      });
+      }, device);
     }
   } else {
     std::vector<int> seen(messages_count, 0);
