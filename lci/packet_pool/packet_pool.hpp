@@ -91,7 +91,8 @@ class pool_t {
 
   // Teardown only (no get/put may run): puts back every packet still out and
   // returns how many there were. For an owner that knows its packets are
-  // unreachable, e.g. receives dropped with a closed network device.
+  // unreachable, e.g. unexpected messages nobody received when the runtime
+  // ends.
   std::size_t reclaim_outstanding();
 
   std::size_t packet_size_bytes() const { return packet_size_bytes_; }

@@ -273,13 +273,13 @@ class device_impl_t {
     if (recvs_posted_.load(util::mo_relaxed) + recvs_refill_batch_ > recvs_target_) return false;
     return post_receives(recvs_target_);
   }
-  // `count` pre-posted packets took messages (they are the runtime's now):
-  // progress notes a poll's worth at once, so that the counters every
-  // thread of a shared device touches move once per poll, not per message.
   // A pre-posted packet's arrival (progress_device, before dispatch): the
   // packet is the runtime's now, no longer the device's to take back when it
   // closes (pool_t::reclaim_marked).
   void note_receive_taken(void* packet) { packet_pool_->pool.unmark_receive(packet); }
+  // `count` pre-posted packets took messages (they are the runtime's now):
+  // progress notes a poll's worth at once, so that the counters every
+  // thread of a shared device touches move once per poll, not per message.
   void note_receives_consumed(std::size_t count) {
     if (count == 0) return;
     recvs_posted_.fetch_sub(count, util::mo_relaxed);  // relaxed: see recvs_posted_
