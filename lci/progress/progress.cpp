@@ -1,11 +1,13 @@
 #include "lci/progress/progress.hpp"
 
 #include <cstddef>
+#include <cstdint>
 #include <exception>
 #include <stdexcept>
 #include <string>
 
 #include "lci/api/lci_config.hpp"
+#include "lci/progress/idle_yield.hpp"
 #include "lci/protocol/arrival.hpp"
 #include "lci/protocol/protocol.hpp"
 #include "lci/runtime/device_impl.hpp"
@@ -26,6 +28,12 @@ union status_batch_t {
   status_batch_t() {}
   backend::net_status_t statuses[poll_batch_max];
 };
+
+// The calling OS thread's run of empty progress calls, over all devices
+// (one thread waiting on two devices is as idle as one waiting on one).
+// initial-exec: a fixed offset from the thread pointer, as the spinlocks'
+// count (lci/util/spinlock.hpp).
+thread_local idle_yield_t t_idle_yield __attribute__((tls_model("initial-exec")));
 
 // A control message a decoder refused (wire/control.hpp).
 [[noreturn]] void throw_corrupt(const char* what, const backend::net_status_t& status,
@@ -285,6 +293,11 @@ error_t progress_device(device_impl_t& device) {
   device.note_receives_consumed(packets_consumed);
   progressed = device.replenish_receives() || progressed || polled > 0;
   if (first_error) std::rethrow_exception(first_error);
+  // Read once per process (LCI_PROGRESS_POLLS_BEFORE_YIELD).
+  static const std::uint32_t polls_before_yield_max = polls_before_yield();
+  if (t_idle_yield.note(progressed, polls_before_yield_max)) {
+    device.runtime()->host().yield_when_idle();
+  }
   return progressed ? errorcode_t::done : errorcode_t::retry;
 }
 

@@ -32,6 +32,12 @@ class host_t {
   // Called on every turn of a blocking wait (sync_wait, barrier, ...);
   // `what` is a literal naming the wait, shown by deadlock reports.
   virtual void idle(const char* what) = 0;
+  // Called by progress() on a thread whose progress calls have found
+  // nothing to do many times in a row (lci/progress/idle_yield.hpp): a real
+  // process lets the other threads of its core run. Nothing by default: a
+  // simulated rank's fibers switch at their network calls already, and a
+  // yield here would change every seed's schedule.
+  virtual void yield_when_idle() {}
   // How deep the calling thread (or simulated thread: a fiber) is inside
   // completion dispatch; progress() refuses to run when it is not 0.
   virtual unsigned& dispatch_depth() = 0;

@@ -21,6 +21,8 @@ void real_process_host_t::idle(const char* what) {
   std::this_thread::yield();  // let the peers on this machine run
 }
 
+void real_process_host_t::yield_when_idle() { std::this_thread::yield(); }
+
 unsigned& real_process_host_t::dispatch_depth() {
   thread_local unsigned depth = 0;
   return depth;

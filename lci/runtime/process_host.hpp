@@ -78,6 +78,8 @@ class real_process_host_t final : public host_t {
   runtime_impl_t*& g_runtime_slot() override { return g_runtime_; }
   // Yields the CPU once: the peers may share this machine.
   void idle(const char* what) override;
+  // Yields the CPU once (sched_yield), as idle() does.
+  void yield_when_idle() override;
   unsigned& dispatch_depth() override;  // per OS thread
 
  private:
