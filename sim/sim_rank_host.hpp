@@ -14,6 +14,9 @@
 // Ownership:     the harness owns hosts; a host borrows the context.
 #pragma once
 
+#include <atomic>
+#include <cstdint>
+
 #include "backends/backend.hpp"
 #include "lci/runtime/host.hpp"
 #include "sim/sim_harness.hpp"
@@ -41,6 +44,12 @@ class rank_host_t final : public lci::detail::host_t {
   static rank_host_t* current();
   unsigned& dispatch_depth() override;
   void note_progress() override;
+  // Counts, and yields nothing (host.hpp): a yield here would change every
+  // seed's schedule. Tests read the count (tests/progress).
+  void yield_when_idle() override { idle_yields_.fetch_add(1, std::memory_order_relaxed); }
+  // relaxed: a count read after the calls it counts, on the same thread or
+  // after the run joined the rank's threads.
+  std::uint64_t idle_yields() const { return idle_yields_.load(std::memory_order_relaxed); }
   // The run is over when the host is destroyed: no fiber is scheduled and
   // no delivery fires any more; or once the run was stopped (concurrent
   // mode's watchdog, or a rank's failure), or this rank crashed: every
@@ -58,6 +67,7 @@ class rank_host_t final : public lci::detail::host_t {
   world_t& world_;  // the rank's simulated world (outlives its hosts)
   lci::detail::runtime_impl_t* g_runtime_ = nullptr;
   bool run_over_ = false;  // set by the destructor
+  std::atomic<std::uint64_t> idle_yields_{0};  // yield_when_idle() calls, by any thread of the rank
 };
 
 }  // namespace lci::sim

@@ -1,0 +1,57 @@
+// progress() asks its host to yield once per polls_before_yield() empty
+// calls in a row on a thread (lci/progress/idle_yield.hpp); the simulator's
+// host counts the requests instead of yielding (sim/sim_rank_host.hpp).
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <string>
+
+#include "lci.hpp"
+#include "lci/progress/idle_yield.hpp"
+#include "sim/sim_harness_gtest.hpp"
+#include "sim/sim_rank_host.hpp"
+
+namespace {
+
+constexpr std::uint64_t runs_of_empty_calls = 5;
+
+void require(bool condition, const std::string& what) {
+  if (!condition) throw std::runtime_error(what);
+}
+
+// One rank alone: once its receives are posted, no call has anything to do.
+void empty_calls_body(lci::sim::rank_env_t&) {
+  lci::g_runtime_init();
+  lci::sim::rank_host_t* const host = lci::sim::rank_host_t::current();
+  require(host != nullptr, "a simulated rank has a rank host");
+  const std::uint32_t polls = lci::detail::polls_before_yield();
+  // The first calls post the device's receives.
+  while (lci::progress().is_done()) {
+  }
+  // Fewer than `polls` empty calls are counted before this point (the last
+  // one above at least), so exactly runs_of_empty_calls runs end below.
+  const std::uint64_t before = host->idle_yields();
+  for (std::uint64_t i = 0; i < runs_of_empty_calls * polls; ++i) {
+    require(lci::progress().is_retry(), "a rank alone found something to do");
+  }
+  const std::uint64_t expected = polls == 0 ? 0 : runs_of_empty_calls;
+  require(host->idle_yields() - before == expected,
+          "yields asked for: " + std::to_string(host->idle_yields() - before) + ", expected " +
+              std::to_string(expected) + " after " + std::to_string(runs_of_empty_calls * polls) +
+              " empty progress calls");
+  lci::g_runtime_fina();
+}
+
+TEST(IdleYieldSim, ProgressAsksItsHostToYieldOncePerRunOfEmptyCalls) {
+  LCI_SIM_ONLY("counts the simulated host's yield requests");
+  lci::sim::sweep_t sweep;
+  sweep.seeds_count = 2;
+  sweep.configure = [](lci::sim::run_options_t& options) {
+    // Every empty call is a quiet wait; a rank alone would look deadlocked
+    // after harness_quiet_waits_min of them.
+    options.scheduler.quiet_waits_min = 1u << 20;
+  };
+  lci::sim::expect_runs_ok(1, sweep, empty_calls_body);
+}
+
+}  // namespace
