@@ -570,7 +570,7 @@ def write_results(options, systems, threads_list, samples):
             data.write("%d %s\n" % (size, " ".join(
                 "%.0f" % v if v is not None else "NaN" for v in row)))
     write_samples(os.path.join(out, "samples.csv"), samples, "target,system,round,value")
-    plot(out, series, labels, len(threads_list))
+    plot(out, series, labels, max(threads_list))
     write_markdown(options, out, names, labels, threads_list, sizes, samples)
 
 
@@ -591,7 +591,7 @@ def png_terminal(gnuplot):
     return "pngcairo" if "pngcairo" in terminals.stdout + terminals.stderr else "png"
 
 
-def plot(out, series, labels, threads_count):
+def plot(out, series, labels, threads_max):
     gnuplot = shutil.which("gnuplot")
     if gnuplot is None:
         print("bench_systems: gnuplot is missing (tools/setup.sh installs gnuplot-nox); "
@@ -630,7 +630,7 @@ set logscale x 2
 set xtics (%s)
 set xrange [*:*]
 plot %s
-""" % (terminal, threads_count + 0.2 if threads_count > 1 else 1.2, ", \\\n  ".join(lines),
+""" % (terminal, threads_max + 0.2 if threads_max > 1 else 1.2, ", \\\n  ".join(lines),
        SIZE_TICKS, ", \\\n  ".join(bandwidth_lines))
     subprocess.run([gnuplot], input=script, text=True, cwd=out, check=True)
 
@@ -667,8 +667,9 @@ def write_markdown(options, out, names, labels, threads_list, sizes, samples):
                  "the machine only ever slows a run down). "
                  "LCI over libfabric `%s`; MPI as Debian ships it.\n"
                  "Rates count messages both ways; MPI has no active messages (AM rows: "
-                 "LCI only). With 2 threads, 4 spinning threads share 2 cores: "
-                 "oversubscription, not the libraries.\n\n"
+                 "LCI only). Where 2 processes' threads outnumber the cores, a rate "
+                 "shows how each library waits (spins, or yields its core) as much as "
+                 "its data path.\n\n"
                  % (options.command, os.cpu_count(), options.load, options.rounds,
                     options.provider))
         md.write("\n".join(rows) + "\n\n")

@@ -29,7 +29,10 @@ echo "$$" >&9
 flock -u 9
 exec 9>&-
 
-machine=$(nproc)
+# The machine's online cores, not nproc's: nproc counts the cores this
+# process may use, and a launcher that binds its ranks itself (mpirun.openmpi
+# binds each to one core) made that 1, so every rank got core 0.
+machine=$(getconf _NPROCESSORS_ONLN)
 list=
 for ((i = 0; i < cores && i < machine; ++i)); do
   list+="${list:+,}$(( (slot * cores + i) % machine ))"

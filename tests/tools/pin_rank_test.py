@@ -23,14 +23,18 @@ def machine_cores():
     return len(os.sched_getaffinity(0))
 
 
-def run_ranks(ranks, cores_each):
-    """Starts `ranks` pinned processes of one run at once; their core sets."""
+def run_ranks(ranks, cores_each, bound=False):
+    """Starts `ranks` pinned processes of one run at once; their core sets.
+    bound: each starts already bound to one core of its own (rank r to core
+    r), as mpirun.openmpi starts its ranks."""
     handle, slots = tempfile.mkstemp()
     os.close(handle)
     try:
         env = dict(os.environ, LCI_BENCH_PIN_FILE=slots)
-        procs = [subprocess.Popen([PIN_RANK, str(cores_each)] + SHOW_CORES, env=env,
-                                  stdout=subprocess.PIPE, text=True) for _ in range(ranks)]
+        n = machine_cores()
+        procs = [subprocess.Popen((["taskset", "-c", str(r % n)] if bound else []) +
+                                  [PIN_RANK, str(cores_each)] + SHOW_CORES, env=env,
+                                  stdout=subprocess.PIPE, text=True) for r in range(ranks)]
         outputs = [p.communicate()[0].strip() for p in procs]
         for p in procs:
             assert p.returncode == 0, p.returncode
@@ -41,7 +45,7 @@ def run_ranks(ranks, cores_each):
 
 class PinRank(unittest.TestCase):
     def setUp(self):
-        # The slot arithmetic takes cores 0..nproc-1: a sandbox that hides
+        # The slot arithmetic takes the online cores 0..n-1: a sandbox that hides
         # some of them would make taskset refuse.
         if machine_cores() != os.cpu_count():
             self.skipTest("the process may not run on every core")
@@ -52,6 +56,15 @@ class PinRank(unittest.TestCase):
         sets = run_ranks(ranks, 1)
         self.assertTrue(all(len(s) == 1 for s in sets), sets)
         self.assertEqual(len(set().union(*sets)), ranks, sets)
+
+    def test_ranks_a_launcher_bound_to_one_core_each_still_get_disjoint_cores(self):
+        # The machine's cores, not the ones the rank may use when it starts:
+        # counted with nproc, every bound rank got core 0.
+        n = machine_cores()
+        if n < 2:
+            self.skipTest("one core")
+        sets = run_ranks(2, 1, bound=True)
+        self.assertEqual(len(set().union(*sets)), 2, sets)
 
     def test_more_ranks_than_cores_wrap_around(self):
         n = machine_cores()
