@@ -9,7 +9,9 @@
 // dispatches; a handler that calls progress() is refused.
 //
 // Thread safety: any threads may progress one device at once.
-// Blocking:      never. Errors: a network fault (protection, crashed peer)
+// Blocking:      never; a thread whose calls found nothing many times in a
+//                row yields its core once (idle_yield.hpp), and goes on.
+//                Errors: a network fault (protection, crashed peer)
 //                or a misused message is thrown after the whole batch was
 //                dispatched, so nothing else in the batch is lost. Except a
 //                protection fault of a put or get with a completion object:
