@@ -10,14 +10,13 @@
 #include "lci/progress/idle_yield.hpp"
 #include "sim/sim_harness_gtest.hpp"
 #include "sim/sim_rank_host.hpp"
+#include "tests/runtime/runtime_test_util.hpp"
 
 namespace {
 
 constexpr std::uint64_t runs_of_empty_calls = 5;
 
-void require(bool condition, const std::string& what) {
-  if (!condition) throw std::runtime_error(what);
-}
+using lci::runtime_test::require;
 
 // One rank alone: once its receives are posted, no call has anything to do.
 void empty_calls_body(lci::sim::rank_env_t&) {
