@@ -8,6 +8,7 @@
 
 #include "lci/api/lci_generated.hpp"
 #include "lci/collective/barrier.hpp"
+#include "lci/progress/idle_yield.hpp"
 #include "lci/progress/progress.hpp"
 #include "lci/runtime/allocator.hpp"
 #include "lci/runtime/global_state.hpp"
@@ -119,8 +120,20 @@ using detail::resolve_runtime;
 
 // ---- runtime ----
 
+namespace {
+
+// A runtime for `attr` on the current host. The environment settings that
+// only progress() reads are checked first, so that a malformed one is
+// refused by the call that starts LCI, not by every progress() after it.
+detail::runtime_impl_t* new_runtime(const attr_runtime_t& attr) {
+  (void)detail::polls_before_yield();  // throws std::invalid_argument
+  return new detail::runtime_impl_t(attr, detail::current_host());
+}
+
+}  // namespace
+
 runtime_t alloc_runtime_x::call_impl(const attr_runtime_t& attr) const {
-  return runtime_t(new detail::runtime_impl_t(attr, detail::current_host()));
+  return runtime_t(new_runtime(attr));
 }
 
 namespace {
@@ -160,7 +173,7 @@ runtime_t g_runtime_init_x::call_impl(const attr_runtime_t& attr) const {
   if (global != nullptr) {
     throw std::logic_error("g_runtime_init: the global runtime already exists");
   }
-  global = new detail::runtime_impl_t(attr, detail::current_host());
+  global = new_runtime(attr);
   return runtime_t(global);
 }
 

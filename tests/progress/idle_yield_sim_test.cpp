@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <cstdlib>
+#include <stdexcept>
 #include <string>
 
 #include "lci.hpp"
@@ -51,6 +53,39 @@ TEST(IdleYieldSim, ProgressAsksItsHostToYieldOncePerRunOfEmptyCalls) {
     options.scheduler.quiet_waits_min = 1u << 20;
   };
   lci::sim::expect_runs_ok(1, sweep, empty_calls_body);
+}
+
+// A malformed LCI_PROGRESS_POLLS_BEFORE_YIELD is refused by the calls that
+// start LCI, before any progress() reads it.
+void malformed_setting_body(lci::sim::rank_env_t&) {
+  const std::string variable = "LCI_PROGRESS_POLLS_BEFORE_YIELD";
+  for (const char* operation : {"g_runtime_init", "alloc_runtime"}) {
+    try {
+      if (std::string(operation) == "g_runtime_init") {
+        lci::g_runtime_init();
+      } else {
+        lci::runtime_t runtime = lci::alloc_runtime();
+        lci::free_runtime(&runtime);
+      }
+    } catch (const std::invalid_argument& e) {
+      require(std::string(e.what()).find(variable) != std::string::npos,
+              std::string(operation) + " refused it without naming the variable: " + e.what());
+      continue;
+    }
+    require(false, std::string(operation) + " took " + variable + "=many");
+  }
+  require(lci::get_g_runtime().is_empty(), "a refused g_runtime_init left a runtime");
+}
+
+TEST(IdleYieldSim, AMalformedSettingIsRefusedWhenTheRuntimeStarts) {
+  LCI_SIM_ONLY("runs a rank's runtime start in the simulator");
+  struct malformed_setting_t {
+    malformed_setting_t() { setenv("LCI_PROGRESS_POLLS_BEFORE_YIELD", "many", 1); }
+    ~malformed_setting_t() { unsetenv("LCI_PROGRESS_POLLS_BEFORE_YIELD"); }
+  } setting;
+  lci::sim::sweep_t sweep;
+  sweep.seeds_count = 1;
+  lci::sim::expect_runs_ok(1, sweep, malformed_setting_body);
 }
 
 }  // namespace
