@@ -15,11 +15,21 @@
 // bench/resources measures the structures themselves, without the API;
 // this program measures what a user of the API gets.
 //
-//   api_resources [--threads 1,2] [--ops N] [--repetitions R] [--csv]
+//   api_resources [--threads 1,2] [--ops N] [--repetitions R] [--pin] [--csv]
+//
+// --pin puts thread t on the t-th core the process may use (modulo their
+// count), so that 2 threads on 2 cores always run in parallel. Unpinned,
+// the scheduler at times keeps both on one core, where they take turns and
+// never contend: a 2-thread queue run then shows the 1-thread rate (45
+// against 11 Mops for cq_signal_pop on a 2-core machine), and the medians
+// of two programs compared turn on where their threads happened to run.
 //
 // Prints million operations per second over all threads: median, min and
 // max of R timed repetitions after one untimed one. Runs as one process
 // without a launcher (set LCI_ATTR_OFI_PROVIDER_NAME=shm over libfabric).
+#include <pthread.h>
+#include <sched.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -40,6 +50,7 @@ struct options_t {
   std::vector<int> threads_counts = {1, 2};
   std::uint64_t ops_per_thread = 1000000;
   int repetitions = 5;
+  bool pin = false;
   bool csv = false;
 };
 
@@ -48,7 +59,7 @@ constexpr int threads_max = 64;
 [[noreturn]] void usage_error(const std::string& what) {
   std::fprintf(stderr,
                "api_resources: %s\nusage: api_resources [--threads 1,2] [--ops N] "
-               "[--repetitions R] [--csv]\n",
+               "[--repetitions R] [--pin] [--csv]\n",
                what.c_str());
   std::exit(2);
 }
@@ -74,11 +85,14 @@ options_t parse_options(int argc, char** argv) {
     const std::string arg = argv[i];
     const bool has_value = i + 1 < argc;
     if (arg == "--help" || arg == "-h") {
-      std::printf("usage: api_resources [--threads 1,2] [--ops N] [--repetitions R] [--csv]\n"
+      std::printf("usage: api_resources [--threads 1,2] [--ops N] [--repetitions R] [--pin] "
+                  "[--csv]\n"
                   "  resources through the public API, Mops over all threads\n");
       std::exit(0);
     } else if (arg == "--csv") {
       options.csv = true;
+    } else if (arg == "--pin") {
+      options.pin = true;
     } else if (arg == "--threads" && has_value) {
       options.threads_counts = parse_list(argv[++i]);
     } else if (arg == "--ops" && has_value) {
@@ -103,9 +117,38 @@ struct workload_t {
   thread_body_t body;
 };
 
-// Runs `body` on `threads_count` threads released together; returns the
-// seconds from release until the last one finished.
-double time_threads(int threads_count, std::uint64_t ops, const thread_body_t& body) {
+// The cores this process may use (taskset's list), in order.
+std::vector<int> allowed_cores() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) != 0) {
+    std::perror("api_resources: sched_getaffinity");
+    std::exit(1);
+  }
+  std::vector<int> cores;
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+    if (CPU_ISSET(cpu, &set)) cores.push_back(cpu);
+  }
+  return cores;
+}
+
+// Puts `thread` on one core: the (t mod count)-th of `cores`.
+void pin_thread(std::thread& thread, int t, const std::vector<int>& cores) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(cores[static_cast<std::size_t>(t) % cores.size()], &set);
+  const int error = pthread_setaffinity_np(thread.native_handle(), sizeof(set), &set);
+  if (error != 0) {
+    std::fprintf(stderr, "api_resources: pthread_setaffinity_np: %s\n", std::strerror(error));
+    std::exit(1);
+  }
+}
+
+// Runs `body` on `threads_count` threads released together, each on a core
+// of its own when `cores` is not empty (--pin); returns the seconds from
+// release until the last one finished.
+double time_threads(int threads_count, std::uint64_t ops, const thread_body_t& body,
+                    const std::vector<int>& cores) {
   // seq_cst: a start flag and a ready count, off the measured path.
   std::atomic<int> ready{0};
   std::atomic<bool> go{false};
@@ -117,6 +160,8 @@ double time_threads(int threads_count, std::uint64_t ops, const thread_body_t& b
       while (!go.load()) std::this_thread::yield();
       sink.fetch_add(body(t, ops));
     });
+    // Before the release below: every thread is on its core when it starts.
+    if (!cores.empty()) pin_thread(threads.back(), t, cores);
   }
   while (ready.load() < threads_count) std::this_thread::yield();
   const auto start = std::chrono::steady_clock::now();
@@ -184,6 +229,7 @@ int main(int argc, char** argv) {
   const options_t options = parse_options(argc, argv);
   lci::g_runtime_init();
   lci::comp_t cq = lci::alloc_cq();
+  const std::vector<int> cores = options.pin ? allowed_cores() : std::vector<int>{};
   if (options.csv) {
     std::printf("structure,threads,mops_median,mops_min,mops_max,ops_per_thread,repetitions\n");
   } else {
@@ -196,7 +242,7 @@ int main(int argc, char** argv) {
     for (const int threads_count : options.threads_counts) {
       std::vector<double> mops;
       for (int r = -1; r < options.repetitions; ++r) {
-        const double seconds = time_threads(threads_count, options.ops_per_thread, workload.body);
+        const double seconds = time_threads(threads_count, options.ops_per_thread, workload.body, cores);
         key_base_next.fetch_add(options.ops_per_thread * threads_max);
         if (r >= 0) mops.push_back(double(threads_count) * double(options.ops_per_thread) /
                                    seconds / 1e6);

@@ -309,8 +309,11 @@ def compare_in(options, home):
                                   "API %s, %d thread%s" % (label, threads,
                                                            "s" if threads > 1 else ""),
                                   "Mops", GOAL_RESOURCE))
+    # --pin: each thread on a core of its own, so that a 2-thread run always
+    # contends (unpinned, both threads at times share a core and show the
+    # 1-thread rate; bench/api_resources.cpp).
     resources_args = ["--threads", "1,2", "--ops", str(options.resource_ops),
-                      "--repetitions", "3", "--csv"]
+                      "--repetitions", "3", "--csv"] + (["--pin"] if options.pin else [])
     jobs.append((systems,
                  lambda s: [os.path.join(s.bin_dir, "api_resources")] + resources_args,
                  lambda lines: {"%s_%dt" % key: v for key, v in
@@ -703,7 +706,8 @@ def main():
         p.add_argument("--pin", action="store_true",
                        help="run each rank of a multi-rank program on as many cores of its "
                             "own as it has threads (bench/pin_rank.sh), wrapping around "
-                            "when the machine has fewer")
+                            "when the machine has fewer, and (compare) each thread of api_resources "
+                            "on a core of its own")
     compare_parser = sub.choices["compare"]
     compare_parser.add_argument("--ours", required=True)
     compare_parser.add_argument("--upstream", required=True)

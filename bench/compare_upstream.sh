@@ -19,9 +19,11 @@
 #                     instead of each target's own goal (below)
 #   --threads LIST    thread counts of the message-rate targets (default 1,2;
 #                     e.g. 1,2,4,8 on a machine with cores for 2 x 8 threads)
-#   --no-pin          let the scheduler place the ranks; by default each rank
-#                     runs on as many cores of its own as it has threads
-#                     (bench/pin_rank.sh), wrapping around when there are fewer
+#   --no-pin          let the scheduler place the ranks and threads; by default
+#                     each rank runs on as many cores of its own as it has
+#                     threads (bench/pin_rank.sh), wrapping around when there
+#                     are fewer, and each api_resources thread on a core of
+#                     its own (--pin)
 # Targets and their goals (ours/upstream, paired median), over libfabric
 # shm, 2 processes: 8-byte AM and send/recv rates at 1 and 2 threads with
 # shared and dedicated devices (>= 1.1); AM round-trip latency (<= 1.0);
