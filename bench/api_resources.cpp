@@ -242,7 +242,8 @@ int main(int argc, char** argv) {
     for (const int threads_count : options.threads_counts) {
       std::vector<double> mops;
       for (int r = -1; r < options.repetitions; ++r) {
-        const double seconds = time_threads(threads_count, options.ops_per_thread, workload.body, cores);
+        const double seconds =
+            time_threads(threads_count, options.ops_per_thread, workload.body, cores);
         key_base_next.fetch_add(options.ops_per_thread * threads_max);
         if (r >= 0) mops.push_back(double(threads_count) * double(options.ops_per_thread) /
                                    seconds / 1e6);

@@ -706,8 +706,8 @@ def main():
         p.add_argument("--pin", action="store_true",
                        help="run each rank of a multi-rank program on as many cores of its "
                             "own as it has threads (bench/pin_rank.sh), wrapping around "
-                            "when the machine has fewer, and (compare) each thread of api_resources "
-                            "on a core of its own")
+                            "when the machine has fewer, and (compare) each thread of "
+                            "api_resources on a core of its own")
     compare_parser = sub.choices["compare"]
     compare_parser.add_argument("--ours", required=True)
     compare_parser.add_argument("--upstream", required=True)

@@ -59,20 +59,27 @@ TEST(IdleYieldSim, ProgressAsksItsHostToYieldOncePerRunOfEmptyCalls) {
 // start LCI, before any progress() reads it.
 void malformed_setting_body(lci::sim::rank_env_t&) {
   const std::string variable = "LCI_PROGRESS_POLLS_BEFORE_YIELD";
-  for (const char* operation : {"g_runtime_init", "alloc_runtime"}) {
+  struct start_t {
+    const char* name;
+    void (*run)();
+  };
+  const start_t starts[] = {
+      {"g_runtime_init", [] { lci::g_runtime_init(); }},
+      {"alloc_runtime",
+       [] {
+         lci::runtime_t runtime = lci::alloc_runtime();
+         lci::free_runtime(&runtime);
+       }},
+  };
+  for (const start_t& start : starts) {
     try {
-      if (std::string(operation) == "g_runtime_init") {
-        lci::g_runtime_init();
-      } else {
-        lci::runtime_t runtime = lci::alloc_runtime();
-        lci::free_runtime(&runtime);
-      }
+      start.run();
     } catch (const std::invalid_argument& e) {
       require(std::string(e.what()).find(variable) != std::string::npos,
-              std::string(operation) + " refused it without naming the variable: " + e.what());
+              std::string(start.name) + " refused it without naming the variable: " + e.what());
       continue;
     }
-    require(false, std::string(operation) + " took " + variable + "=many");
+    require(false, std::string(start.name) + " took " + variable + "=many");
   }
   require(lci::get_g_runtime().is_empty(), "a refused g_runtime_init left a runtime");
 }
