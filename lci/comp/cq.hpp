@@ -97,10 +97,12 @@ class cq_impl_t final : public comp_impl_t {
   // status. Before the caches, the pool's head was the one word besides
   // the queue's own that every signal and every pop of every thread wrote
   // (docs/bench_upstream.md, "Thread scaling"). Cache i belongs to the
-  // thread whose util::thread_index() is i, which only it touches: thread
-  // indices are never reused, so no lock. Threads with higher indices use
-  // the pool directly. A thread that exits leaves its cache's nodes there,
-  // so at most node_cache_slots * capacity nodes stay out of the pool.
+  // thread whose util::thread_index() is i, which only it touches: one live
+  // thread at a time holds an index, handed on in order when a thread exits
+  // (util/thread_context.hpp), so no lock. Threads with higher indices use
+  // the pool directly. A thread that exits leaves its cache's nodes there
+  // for the next thread given its index, so at most node_cache_slots *
+  // capacity nodes stay out of the pool.
   static constexpr std::size_t node_cache_slots = 64;
   static constexpr std::size_t node_cache_capacity_max = 32;
   struct alignas(util::cache_line_bytes) node_cache_t {

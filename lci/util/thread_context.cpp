@@ -1,22 +1,72 @@
 #include "lci/util/thread_context.hpp"
 
-#include <atomic>
+#include <functional>
+#include <mutex>
+#include <queue>
+#include <vector>
 
 #include "lci/util/assert.hpp"
 
 namespace lci::util {
 namespace {
 
-// Plain std::atomic is fine here: this counter is not part of any structure
-// that is model-checked (under LCI_MODEL_CHECK the header does not use it).
-std::atomic<std::size_t> next_thread_index{0};
+// The indices of threads that have exited, handed to the next threads that
+// ask, smallest first: a program that keeps creating short-lived threads (a
+// thread per request, a pool that grows and shrinks) keeps its indices
+// dense, so its threads stay on the per-index paths of the structures
+// (hazard slots, CQ node caches, packet pool deques), which serve the first
+// few dozen indices without locks or RMWs.
+//
+// The lock orders everything a thread did under its index before everything
+// the next holder does (release at the exiting thread's unlock, acquire at
+// the next holder's lock): per-index state needs no lock of its own, since
+// at most one live thread holds an index.
+//
+// Reached through a pointer that is never deleted: a detached thread may
+// exit, and give its index back, after static destruction has begun.
+struct index_registry_t {
+  std::mutex lock;
+  std::priority_queue<std::size_t, std::vector<std::size_t>, std::greater<std::size_t>> free;
+  std::size_t next = 0;  // every index below it was handed out once
+};
+
+index_registry_t& registry() {
+  static index_registry_t* const instance = new index_registry_t;
+  return *instance;
+}
+
+// Gives the thread's index back when the thread exits. Constructed (and its
+// destructor registered) by the thread's first thread_index(); a destructor
+// of the thread's that runs after it and calls thread_index() again gets an
+// index anew, and gives it back in turn.
+struct index_holder_t {
+  ~index_holder_t() {
+    const std::size_t plus_one = detail::thread_index_plus_one;
+    if (plus_one == 0) return;
+    detail::thread_index_plus_one = 0;
+    index_registry_t& indices = registry();
+    const std::lock_guard<std::mutex> guard(indices.lock);
+    indices.free.push(plus_one - 1);
+  }
+};
+thread_local index_holder_t t_index_holder;
 
 }  // namespace
 
 std::size_t detail::assign_thread_index() {
-  // relaxed: the value only needs to be unique, it publishes nothing.
-  const std::size_t index = next_thread_index.fetch_add(1, std::memory_order_relaxed);
+  std::size_t index = 0;
+  {
+    index_registry_t& indices = registry();
+    const std::lock_guard<std::mutex> guard(indices.lock);
+    if (indices.free.empty()) {
+      index = indices.next++;
+    } else {
+      index = indices.free.top();
+      indices.free.pop();
+    }
+  }
   thread_index_plus_one = index + 1;
+  (void)&t_index_holder;  // first use: constructs it, so its destructor runs at exit
   return index;
 }
 

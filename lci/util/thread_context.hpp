@@ -3,10 +3,18 @@
 // (which victim to steal from).
 //
 // Thread safety: both functions may run concurrently from any threads.
-// Blocking: never. Allocation: none.
-// Limits: indices are handed out in order of first use and never reused;
-// structures that keep per-thread state map index % their slot count, which
-// stays correct (slots are locked) but shares a slot between two threads.
+// Blocking: thread_index() never, once the thread has its index; its first
+//           call (and a thread's exit) takes a mutex for a few instructions.
+// Allocation: none, except at a thread's first call, which may grow the list
+//           of free indices.
+// Limits: at most one live thread holds an index: a thread's first call
+// takes the smallest index an exited thread gave back (the mutex orders that
+// thread's uses of it before the new holder's, so per-index state needs no
+// lock of its own), or else the next unused one. Indices therefore stay
+// below the peak number of threads alive at once (plus threads still
+// exiting). Structures that keep per-thread state for the first N indices
+// map the others to index % N, which stays correct (those slots are locked)
+// but shares a slot between two threads.
 //
 // Under LCI_MODEL_CHECK the index is Relacy's thread index and random numbers
 // come from Relacy's scheduler, so the checker explores every choice.

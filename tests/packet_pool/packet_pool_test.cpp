@@ -6,8 +6,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <condition_variable>
 #include <cstdint>
 #include <cstring>
+#include <mutex>
 #include <set>
 #include <thread>
 #include <vector>
@@ -19,8 +21,7 @@ namespace {
 
 using lci::packet_pool::pool_t;
 
-// Enough deques that the few threads of one test never share one (thread
-// indices are never reused, and a test binary starts many threads).
+// Enough deques that the few threads of one test never share one.
 constexpr std::size_t deques_count_many = pool_t::deques_count_limit;
 
 std::vector<void*> get_all(pool_t& pool, std::size_t count) {
@@ -38,12 +39,49 @@ void put_all(pool_t& pool, std::vector<void*>& packets) {
   packets.clear();
 }
 
-// Runs fn on a new thread (a new thread index, hence a new deque) and joins.
+// Runs fn on a new thread (another thread index than the caller's, hence
+// another deque) and joins. Two calls in a row may run on the same index:
+// an exited thread's goes to the next new thread (util/thread_context.hpp).
 template <typename Fn>
 void on_other_thread(Fn fn) {
   std::thread thread(fn);
   thread.join();
 }
+
+// Runs fn on a new thread that then stays alive, keeping its thread index
+// (and so its deque) from later threads, until destroyed.
+class held_thread_t {
+ public:
+  template <typename Fn>
+  explicit held_thread_t(Fn fn)
+      : thread_([this, fn] {
+          fn();
+          std::unique_lock<std::mutex> lock(mutex_);
+          ran_ = true;
+          changed_.notify_all();
+          changed_.wait(lock, [this] { return released_; });
+        }) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    changed_.wait(lock, [this] { return ran_; });
+  }
+  ~held_thread_t() {
+    {
+      const std::lock_guard<std::mutex> lock(mutex_);
+      released_ = true;
+    }
+    changed_.notify_all();
+    thread_.join();
+  }
+  held_thread_t(const held_thread_t&) = delete;
+  held_thread_t& operator=(const held_thread_t&) = delete;
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  bool ran_ = false;
+  bool released_ = false;
+  std::thread thread_;  // last: starts once the members it uses exist
+};
 
 TEST(PacketPool, GetReturnsNullptrExactlyAfterPacketsCount) {
   constexpr std::size_t packets_count = 37;
@@ -266,7 +304,8 @@ TEST_P(RemotePut, ExcessReturnsToHomeDeque) {
   std::vector<void*> sent;
   std::size_t producer_deque = 0;
   std::size_t producer_count_before = 0;
-  on_other_thread([&] {
+  // Alive until the consumer is done: the consumer gets a deque of its own.
+  const held_thread_t producer([&] {
     producer_deque = pool.deque_index_of_this_thread();
     sent = get_all(pool, sent_count);
     producer_count_before = pool.deque_packets_count(producer_deque);

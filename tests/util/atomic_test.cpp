@@ -3,11 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <memory>
-#include <set>
 #include <thread>
 #include <vector>
-
-#include "lci/util/thread_context.hpp"
 
 namespace {
 
@@ -51,32 +48,6 @@ TEST(AtomicPairStress, DoubleWidthIncrementsAreAtomic) {
   const std::uint64_t total = std::uint64_t{threads_count} * increments_per_thread;
   EXPECT_EQ(cell->load_lo(), total);
   EXPECT_EQ(cell->load_hi(), 1000 + total);
-}
-
-TEST(ThreadContext, IndicesAreDistinctAndStable) {
-  constexpr int threads_count = 8;
-  std::vector<std::size_t> indices(threads_count);
-  std::vector<std::thread> threads;
-  for (int t = 0; t < threads_count; ++t) {
-    threads.emplace_back([&, t] {
-      indices[t] = lci::util::thread_index();
-      EXPECT_EQ(indices[t], lci::util::thread_index());
-    });
-  }
-  for (auto& thread : threads) thread.join();
-  EXPECT_EQ(std::set<std::size_t>(indices.begin(), indices.end()).size(),
-            std::size_t{threads_count});
-}
-
-TEST(ThreadContext, RandomStaysInRangeAndCoversIt) {
-  constexpr std::uint32_t limit = 7;
-  std::vector<int> hits(limit, 0);
-  for (int i = 0; i < 7000; ++i) {
-    const std::uint32_t value = lci::util::thread_random(limit);
-    ASSERT_LT(value, limit);
-    ++hits[value];
-  }
-  for (std::uint32_t v = 0; v < limit; ++v) EXPECT_GT(hits[v], 500) << v;
 }
 
 }  // namespace

@@ -4,14 +4,18 @@
 // and keeps in it the one T it may dereference. The slots come in two
 // regions:
 // - Owned: slot i belongs to the thread whose thread_index() is i (i <
-//   hazard_owned_slots_max). Thread indices are never reused, so no other
-//   thread ever writes it and acquiring it takes no RMW. An owned slot stays
+//   hazard_owned_slots_max). One live thread at a time holds an index, and
+//   an exited thread's index is handed on in an order that makes its uses
+//   happen before the next holder's (util/thread_context.hpp), so no other
+//   thread writes the slot concurrently and acquiring it takes no RMW. An owned slot stays
 //   published after release(): the next operation of its thread that finds
 //   the source still equal to what the slot holds skips the publication
 //   altogether (see [H] below). The cost: a segment an owned slot still
 //   names is not recycled until that thread's next operation re-points the
 //   slot, at most one per owned slot (an exited thread's slot keeps its last
-//   one until the structure is destroyed).
+//   one until the next thread given its index operates, or the structure is
+//   destroyed). That next thread may skip the publication too: the slot has
+//   named the segment continuously since its validation, whoever did it.
 // - Claimed: a thread with a higher index claims a slot of this region per
 //   operation by a CAS from null, starting at index % hazard_claimed_slots_max,
 //   and release() stores null. Two such threads never share a slot, and
