@@ -36,9 +36,12 @@ index_registry_t& registry() {
 }
 
 // Gives the thread's index back when the thread exits. Constructed (and its
-// destructor registered) by the thread's first thread_index(); a destructor
-// of the thread's that runs after it and calls thread_index() again gets an
-// index anew, and gives it back in turn.
+// destructor registered) by the thread's first thread_index(). A thread_local
+// destructor that runs after it (one constructed before that first call) and
+// calls thread_index() again gets an index anew (the smallest free one,
+// often the one just given back), which is never given back again:
+// the holder is gone and is not constructed twice. That index stays taken,
+// as every index did before indices were reused; none is ever shared.
 struct index_holder_t {
   ~index_holder_t() {
     const std::size_t plus_one = detail::thread_index_plus_one;
