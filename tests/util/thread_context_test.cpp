@@ -62,9 +62,11 @@ TEST(ThreadContext, PerIndexStateNeedsNoLock) {
   std::atomic<bool> index_out_of_range{false};
   std::vector<std::thread> threads;
   for (int t = 0; t < threads_count; ++t) {
-    // acquire/release: only bounds how many run at once; correctness does
-    // not rest on it.
-    while (live.load(std::memory_order_acquire) >= live_max) std::this_thread::yield();
+    // relaxed: only bounds how many run at once. An acquire here (paired
+    // with a release at the decrement) would order an exited thread's
+    // counter writes before the next thread's through this thread, and hide
+    // from TSan an index handover that orders nothing.
+    while (live.load(std::memory_order_relaxed) >= live_max) std::this_thread::yield();
     live.fetch_add(1, std::memory_order_relaxed);
     threads.emplace_back([&] {
       const std::size_t index = lci::util::thread_index();
@@ -76,7 +78,7 @@ TEST(ThreadContext, PerIndexStateNeedsNoLock) {
           std::atomic_signal_fence(std::memory_order_seq_cst);  // one store per increment
         }
       }
-      live.fetch_sub(1, std::memory_order_release);
+      live.fetch_sub(1, std::memory_order_relaxed);
     });
   }
   for (auto& thread : threads) thread.join();
