@@ -17,19 +17,13 @@
 //
 //   api_resources [--threads 1,2] [--ops N] [--repetitions R] [--pin] [--csv]
 //
-// --pin puts thread t on the t-th core the process may use (modulo their
-// count), so that 2 threads on 2 cores always run in parallel. Unpinned,
-// the scheduler at times keeps both on one core, where they take turns and
-// never contend: a 2-thread queue run then shows the 1-thread rate (45
-// against 11 Mops for cq_signal_pop on a 2-core machine), and the medians
-// of two programs compared turn on where their threads happened to run.
+// --pin puts thread t on the t-th core the process may use, so that 2
+// threads on 2 cores always run in parallel (bench/bench_threads.hpp says
+// why).
 //
 // Prints million operations per second over all threads: median, min and
 // max of R timed repetitions after one untimed one. Runs as one process
 // without a launcher (set LCI_ATTR_OFI_PROVIDER_NAME=shm over libfabric).
-#include <pthread.h>
-#include <sched.h>
-
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -42,6 +36,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench/bench_threads.hpp"
 #include "lci.hpp"
 
 namespace {
@@ -55,28 +50,12 @@ struct options_t {
 };
 
 constexpr int threads_max = 64;
+constexpr const char* usage =
+    "usage: api_resources [--threads 1,2] [--ops N] [--repetitions R] [--pin] [--csv]\n";
 
 [[noreturn]] void usage_error(const std::string& what) {
-  std::fprintf(stderr,
-               "api_resources: %s\nusage: api_resources [--threads 1,2] [--ops N] "
-               "[--repetitions R] [--pin] [--csv]\n",
-               what.c_str());
+  std::fprintf(stderr, "api_resources: %s\n%s", what.c_str(), usage);
   std::exit(2);
-}
-
-std::vector<int> parse_list(const std::string& list) {
-  std::vector<int> values;
-  std::size_t start = 0;
-  while (start <= list.size()) {
-    const std::size_t end = std::min(list.find(',', start), list.size());
-    const int value = std::atoi(list.substr(start, end - start).c_str());
-    if (value <= 0 || value > threads_max) {
-      usage_error("--threads takes integers in [1, 64], e.g. 1,2");
-    }
-    values.push_back(value);
-    start = end + 1;
-  }
-  return values;
 }
 
 options_t parse_options(int argc, char** argv) {
@@ -85,16 +64,14 @@ options_t parse_options(int argc, char** argv) {
     const std::string arg = argv[i];
     const bool has_value = i + 1 < argc;
     if (arg == "--help" || arg == "-h") {
-      std::printf("usage: api_resources [--threads 1,2] [--ops N] [--repetitions R] [--pin] "
-                  "[--csv]\n"
-                  "  resources through the public API, Mops over all threads\n");
+      std::printf("%s  resources through the public API, Mops over all threads\n", usage);
       std::exit(0);
     } else if (arg == "--csv") {
       options.csv = true;
     } else if (arg == "--pin") {
       options.pin = true;
     } else if (arg == "--threads" && has_value) {
-      options.threads_counts = parse_list(argv[++i]);
+      options.threads_counts = lci::bench::parse_threads_list(argv[++i], threads_max, usage);
     } else if (arg == "--ops" && has_value) {
       options.ops_per_thread = std::strtoull(argv[++i], nullptr, 10);
       if (options.ops_per_thread == 0) usage_error("--ops must be positive");
@@ -116,61 +93,6 @@ struct workload_t {
   const char* name;
   thread_body_t body;
 };
-
-// The cores this process may use (taskset's list), in order.
-std::vector<int> allowed_cores() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof(set), &set) != 0) {
-    std::perror("api_resources: sched_getaffinity");
-    std::exit(1);
-  }
-  std::vector<int> cores;
-  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
-    if (CPU_ISSET(cpu, &set)) cores.push_back(cpu);
-  }
-  return cores;
-}
-
-// Puts `thread` on one core: the (t mod count)-th of `cores`.
-void pin_thread(std::thread& thread, int t, const std::vector<int>& cores) {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  CPU_SET(cores[static_cast<std::size_t>(t) % cores.size()], &set);
-  const int error = pthread_setaffinity_np(thread.native_handle(), sizeof(set), &set);
-  if (error != 0) {
-    std::fprintf(stderr, "api_resources: pthread_setaffinity_np: %s\n", std::strerror(error));
-    std::exit(1);
-  }
-}
-
-// Runs `body` on `threads_count` threads released together, each on a core
-// of its own when `cores` is not empty (--pin); returns the seconds from
-// release until the last one finished.
-double time_threads(int threads_count, std::uint64_t ops, const thread_body_t& body,
-                    const std::vector<int>& cores) {
-  // seq_cst: a start flag and a ready count, off the measured path.
-  std::atomic<int> ready{0};
-  std::atomic<bool> go{false};
-  std::atomic<std::uintptr_t> sink{0};
-  std::vector<std::thread> threads;
-  for (int t = 0; t < threads_count; ++t) {
-    threads.emplace_back([&, t] {
-      ready.fetch_add(1);
-      while (!go.load()) std::this_thread::yield();
-      sink.fetch_add(body(t, ops));
-    });
-    // Before the release below: every thread is on its core when it starts.
-    if (!cores.empty()) pin_thread(threads.back(), t, cores);
-  }
-  while (ready.load() < threads_count) std::this_thread::yield();
-  const auto start = std::chrono::steady_clock::now();
-  go.store(true);
-  for (std::thread& thread : threads) thread.join();
-  const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
-  if (sink.load() == 1) std::printf(" ");  // never: keeps the checksum alive
-  return elapsed.count();
-}
 
 // Keys of the matching benchmark: thread t uses [t * ops, (t + 1) * ops),
 // shifted by each repetition so no key repeats within a run.
@@ -229,7 +151,7 @@ int main(int argc, char** argv) {
   const options_t options = parse_options(argc, argv);
   lci::g_runtime_init();
   lci::comp_t cq = lci::alloc_cq();
-  const std::vector<int> cores = options.pin ? allowed_cores() : std::vector<int>{};
+  const std::vector<int> cores = options.pin ? lci::bench::allowed_cores() : std::vector<int>{};
   if (options.csv) {
     std::printf("structure,threads,mops_median,mops_min,mops_max,ops_per_thread,repetitions\n");
   } else {
@@ -242,8 +164,11 @@ int main(int argc, char** argv) {
     for (const int threads_count : options.threads_counts) {
       std::vector<double> mops;
       for (int r = -1; r < options.repetitions; ++r) {
-        const double seconds =
-            time_threads(threads_count, options.ops_per_thread, workload.body, cores);
+        std::atomic<std::uintptr_t> sink{0};
+        const double seconds = lci::bench::time_threads(
+            threads_count,
+            [&](int t) { sink.fetch_add(workload.body(t, options.ops_per_thread)); }, cores);
+        if (sink.load() == 1) std::printf(" ");  // never: keeps the checksums alive
         key_base_next.fetch_add(options.ops_per_thread * threads_max);
         if (r >= 0) mops.push_back(double(threads_count) * double(options.ops_per_thread) /
                                    seconds / 1e6);

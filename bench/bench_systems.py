@@ -337,8 +337,10 @@ def compare_in(options, home):
 
         def own_command(system):
             if system is ours:
+                # --pin: upstream's programs pin thread t to CPU t.
                 return [options.resources_bin, "--threads", "1,2", "--ops",
-                        str(options.resource_ops), "--repetitions", "3", "--csv"]
+                        str(options.resource_ops), "--repetitions", "3", "--csv"] + (
+                            ["--pin"] if options.pin else [])
             return None   # upstream: one program per structure and thread count
 
         def own_run(system, round_index, samples):

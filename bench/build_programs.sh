@@ -86,7 +86,7 @@ bench_dir=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$out/src/bench"
 out=$(cd "$out" && pwd)
 for f in ofi_bench.hpp ofi_bench.cpp ofi_lci_transport.hpp ofi_lci_transport.cpp \
-         mpi_transport.hpp mpi_transport.cpp mpi_check.hpp api_resources.cpp \
+         mpi_transport.hpp mpi_transport.cpp mpi_check.hpp api_resources.cpp bench_threads.hpp \
          collective_latency.hpp collective_latency.cpp collective_latency_lci.cpp \
          collective_latency_mpi.cpp; do
   cp "$bench_dir/$f" "$out/src/bench/$f"

@@ -22,8 +22,9 @@
 #   --no-pin          let the scheduler place the ranks and threads; by default
 #                     each rank runs on as many cores of its own as it has
 #                     threads (bench/pin_rank.sh), wrapping around when there
-#                     are fewer, and each api_resources thread on a core of
-#                     its own (--pin)
+#                     are fewer, and each api_resources and bench/resources
+#                     thread on a core of its own (--pin; upstream's
+#                     lci_bench_* programs pin theirs either way)
 # Targets and their goals (ours/upstream, paired median), over libfabric
 # shm, 2 processes: 8-byte AM and send/recv rates at 1 and 2 threads with
 # shared and dedicated devices (>= 1.1); AM round-trip latency (<= 1.0);

@@ -7,6 +7,9 @@
 //   bazel run //bench:resources -- --threads 1,2,4 [--csv]
 //       [--ops N] (operations per thread, default 2000000)
 //       [--repetitions R] (default 5; the table shows median, min and max)
+//       [--pin] (thread t on the t-th core the process may use, as
+//               upstream's resource benchmarks pin theirs;
+//               bench/bench_threads.hpp says why)
 //
 // Figures are million operations per second over all threads (an operation
 // is one pair where the row says so). Compare rows measured in one run only:
@@ -24,6 +27,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench/bench_threads.hpp"
 #include "lci/cq/cq_faa_array.hpp"
 #include "lci/cq/cq_lcrq.hpp"
 #include "lci/matching/matching_table.hpp"
@@ -36,29 +40,17 @@ struct options_t {
   std::vector<int> threads_counts = {1, 2, 4};
   std::size_t ops_per_thread = 2000000;
   int repetitions = 5;
+  bool pin = false;
   bool csv = false;
 };
 
-[[noreturn]] void usage_error(const char* what) {
-  std::fprintf(stderr,
-               "resources: %s\nusage: resources [--threads 1,2,4] [--ops N] "
-               "[--repetitions R] [--csv]\n",
-               what);
-  std::exit(2);
-}
+constexpr int threads_max = 256;
+constexpr const char* usage =
+    "usage: resources [--threads 1,2,4] [--ops N] [--repetitions R] [--pin] [--csv]\n";
 
-std::vector<int> parse_list(const char* text) {
-  std::vector<int> values;
-  const std::string list(text);
-  std::size_t start = 0;
-  while (start <= list.size()) {
-    const std::size_t end = std::min(list.find(',', start), list.size());
-    const int value = std::atoi(list.substr(start, end - start).c_str());
-    if (value <= 0) usage_error("--threads takes positive integers, e.g. 1,2,4");
-    values.push_back(value);
-    start = end + 1;
-  }
-  return values;
+[[noreturn]] void usage_error(const char* what) {
+  std::fprintf(stderr, "resources: %s\n%s", what, usage);
+  std::exit(2);
 }
 
 options_t parse_options(int argc, char** argv) {
@@ -67,8 +59,10 @@ options_t parse_options(int argc, char** argv) {
     const bool has_value = i + 1 < argc;
     if (std::strcmp(argv[i], "--csv") == 0) {
       options.csv = true;
+    } else if (std::strcmp(argv[i], "--pin") == 0) {
+      options.pin = true;
     } else if (std::strcmp(argv[i], "--threads") == 0 && has_value) {
-      options.threads_counts = parse_list(argv[++i]);
+      options.threads_counts = lci::bench::parse_threads_list(argv[++i], threads_max, usage);
     } else if (std::strcmp(argv[i], "--ops") == 0 && has_value) {
       options.ops_per_thread = std::strtoull(argv[++i], nullptr, 10);
       if (options.ops_per_thread == 0) usage_error("--ops must be positive");
@@ -91,28 +85,6 @@ struct workload_t {
   const char* name;
   std::function<thread_body_t(int threads_count, std::size_t ops)> make;
 };
-
-// Runs `body` on `threads_count` threads released together; returns seconds
-// from release until the last thread finished.
-double time_threads(int threads_count, std::size_t ops, const thread_body_t& body) {
-  std::atomic<int> ready{0};
-  std::atomic<bool> go{false};
-  std::vector<std::thread> threads;
-  for (int t = 0; t < threads_count; ++t) {
-    threads.emplace_back([&, t] {
-      ready.fetch_add(1);
-      while (!go.load(std::memory_order_acquire)) std::this_thread::yield();
-      body(t, ops);
-    });
-  }
-  while (ready.load() < threads_count) std::this_thread::yield();
-  const auto start = std::chrono::steady_clock::now();
-  go.store(true, std::memory_order_release);
-  for (auto& thread : threads) thread.join();
-  const std::chrono::duration<double> elapsed =
-      std::chrono::steady_clock::now() - start;
-  return elapsed.count();
-}
 
 // Results are folded into this atomic so the compiler cannot drop the
 // measured work.
@@ -223,13 +195,14 @@ struct result_t {
   double mops_max;
 };
 
-result_t measure(const workload_t& workload, int threads_count,
-                 const options_t& options) {
+result_t measure(const workload_t& workload, int threads_count, const options_t& options,
+                 const std::vector<int>& cores) {
   std::vector<double> mops;
   // One untimed warm-up run (page faults, frequency ramp), then the samples.
   for (int r = -1; r < options.repetitions; ++r) {
     const thread_body_t body = workload.make(threads_count, options.ops_per_thread);
-    const double seconds = time_threads(threads_count, options.ops_per_thread, body);
+    const double seconds = lci::bench::time_threads(
+        threads_count, [&](int t) { body(t, options.ops_per_thread); }, cores);
     if (r < 0) continue;
     mops.push_back(double(threads_count) * options.ops_per_thread / seconds / 1e6);
   }
@@ -242,6 +215,8 @@ result_t measure(const workload_t& workload, int threads_count,
 int main(int argc, char** argv) {
   const options_t options = parse_options(argc, argv);
   const std::vector<workload_t> workloads = make_workloads();
+  const std::vector<int> cores =
+      options.pin ? lci::bench::allowed_cores() : std::vector<int>{};
   if (options.csv) {
     std::printf("structure,threads,mops_median,mops_min,mops_max,"
                 "vs_calibration,ops_per_thread,repetitions\n");
@@ -255,7 +230,7 @@ int main(int argc, char** argv) {
   for (const int threads_count : options.threads_counts) {
     double calibration_mops = 0;
     for (const auto& workload : workloads) {
-      const result_t result = measure(workload, threads_count, options);
+      const result_t result = measure(workload, threads_count, options, cores);
       if (calibration_mops == 0) calibration_mops = result.mops_median;
       const double ratio = result.mops_median / calibration_mops;
       if (options.csv) {

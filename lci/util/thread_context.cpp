@@ -45,7 +45,9 @@ index_registry_t& registry() {
 struct index_holder_t {
   ~index_holder_t() {
     const std::size_t plus_one = detail::thread_index_plus_one;
-    if (plus_one == 0) return;
+    // Constructed only by assign_thread_index(), after it set the index, and
+    // destroyed once: the thread holds an index here.
+    LCI_ASSERT(plus_one != 0, "index holder destroyed on a thread without an index");
     detail::thread_index_plus_one = 0;
     index_registry_t& indices = registry();
     const std::lock_guard<std::mutex> guard(indices.lock);
