@@ -264,6 +264,7 @@ def compare_in(options, home):
     systems = [ours, upstream]
     targets = []
     jobs = []   # (systems, command builder, parser -> {key: value})
+    header_commands = []   # (system name, command) of the jobs without a builder
 
     def add_msgrate(op, threads, devices):
         key = "msgrate_%s_%dt_%s" % (op, threads, devices)
@@ -335,31 +336,33 @@ def compare_in(options, home):
                                           label, threads, "s" if threads > 1 else ""),
                                       "Mops", GOAL_RESOURCE))
 
-        def own_command(system):
+        # Each system's commands: (the target name or None for a CSV of
+        # every row, command line).
+        def own_commands(system):
             if system is ours:
                 # --pin: upstream's programs pin thread t to CPU t.
-                return [options.resources_bin, "--threads", "1,2", "--ops",
-                        str(options.resource_ops), "--repetitions", "3", "--csv"] + (
-                            ["--pin"] if options.pin else [])
-            return None   # upstream: one program per structure and thread count
+                return [(None, [options.resources_bin, "--threads", "1,2", "--ops",
+                                str(options.resource_ops), "--repetitions", "3", "--csv"] + (
+                                    ["--pin"] if options.pin else []))]
+            return [("%s_%dt" % (name, threads),
+                     [os.path.join(options.upstream_build, "bin", program),
+                      "--nthreads", str(threads), "--niters", str(options.resource_ops)])
+                    for name, program in upstream_bins.items() for threads in (1, 2)]
 
         def own_run(system, round_index, samples):
-            if system is ours:
-                lines = run_command(own_command(system), system.single_env, options.timeout)
-                for key, value in parse_resources_csv(lines, ours_names).items():
-                    samples.add("%s_%dt" % key, system.name, round_index, value)
-                return
-            for name, program in upstream_bins.items():
-                for threads in (1, 2):
-                    command = [os.path.join(options.upstream_build, "bin", program),
-                               "--nthreads", str(threads), "--niters", str(options.resource_ops)]
-                    lines = run_command(command, system.single_env, options.timeout)
-                    samples.add("%s_%dt" % (name, threads), system.name, round_index,
-                                parse_throughput(lines))
+            for target, command in own_commands(system):
+                lines = run_command(command, system.single_env, options.timeout)
+                if target is None:
+                    for key, value in parse_resources_csv(lines, ours_names).items():
+                        samples.add("%s_%dt" % key, system.name, round_index, value)
+                else:
+                    samples.add(target, system.name, round_index, parse_throughput(lines))
         jobs.append((systems, None, own_run, False))
+        header_commands += [(system.name, command) for system in systems
+                            for _, command in own_commands(system)]
 
     samples = Samples()
-    print_header(options, [ours, upstream] + ([raw] if raw else []), jobs)
+    print_header(options, [ours, upstream] + ([raw] if raw else []), jobs, header_commands)
     for round_index in range(options.rounds):
         for runs, command, parse, parallel in jobs:
             for system in runs:
@@ -419,7 +422,7 @@ def utc_now():
     return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
-def print_header(options, systems, jobs):
+def print_header(options, systems, jobs, extra_commands=()):
     print("# %s, %d cores, load %s, provider %s, %d rounds alternating %s" % (
         utc_now(), os.cpu_count(), load(),
         options.provider, options.rounds, ", ".join(s.name for s in systems)))
@@ -428,6 +431,8 @@ def print_header(options, systems, jobs):
             continue
         for system in runs:
             print("#   %s: %s" % (system.name, " ".join(command(system))))
+    for name, command in extra_commands:
+        print("#   %s: %s" % (name, " ".join(command)))
 
 
 def format_value(value, unit):
