@@ -38,6 +38,13 @@
 // that deque then holds more than packet_return_threshold packets, the oldest
 // packets beyond threshold/2 move to the packet's home deque, so a
 // producer-consumer pair does not strand every packet on the consumer side.
+//
+// Reserved packets: the last reserved_count packets live in a deque of their
+// own that is never a steal victim. get() never hands them out; only
+// get_reserved() does, and put() returns each to that deque, whoever puts it.
+// What the reserve is for is the owner's (the runtime keeps it for a device
+// with no receive posted: runtime/resources.hpp); the pool guarantees that
+// no number of get()s can take it.
 #pragma once
 
 #include <cstddef>
@@ -64,9 +71,12 @@ class pool_t {
   static constexpr std::size_t packet_size_bytes_max = std::size_t{1} << 30;
   static constexpr std::size_t packet_return_threshold_default = 64;
 
+  // packets_count counts the reserved packets too (reserved_count <
+  // packets_count: at least one packet is get()'s).
   pool_t(std::size_t packet_size_bytes, std::size_t packets_count,
          std::size_t deques_count_max = 64,
-         std::size_t packet_return_threshold = packet_return_threshold_default);
+         std::size_t packet_return_threshold = packet_return_threshold_default,
+         std::size_t reserved_count = 0);
   ~pool_t();  // asserts every packet is home: none lost, none still out
   pool_t(const pool_t&) = delete;
   pool_t& operator=(const pool_t&) = delete;
@@ -74,7 +84,12 @@ class pool_t {
   // A payload pointer (cache-line aligned, packet_size_bytes() writable), or
   // nullptr when the local deque is empty and one steal attempt failed.
   [[nodiscard]] void* get();
-  // Returns a packet from any thread. Aborts on a pointer this pool does not
+  // A reserved packet (see the class comment), or nullptr when every one is
+  // out. Takes the reserve's lock (waits only for another get_reserved() or
+  // a put() of a reserved packet).
+  [[nodiscard]] void* get_reserved();
+  // Returns a packet from any thread: a reserved one to the reserve, any
+  // other to the putter's deque. Aborts on a pointer this pool does not
   // own or on a packet that is already in the pool (double put).
   void put(void* payload);
 
@@ -96,9 +111,12 @@ class pool_t {
   std::size_t reclaim_outstanding();
 
   std::size_t packet_size_bytes() const { return packet_size_bytes_; }
-  std::size_t packets_count() const { return packets_count_; }
-  // Takes each deque's lock in turn: exact when no get/put runs concurrently.
+  std::size_t packets_count() const { return packets_count_; }  // reserved ones too
+  std::size_t reserved_count() const { return packets_count_ - reserved_begin_; }
+  // Packets in the pool, the reserve's too. Takes each deque's lock in turn:
+  // exact when no get/put runs concurrently.
   std::size_t packets_free_count() const;
+  std::size_t reserved_free_count() const;  // locks the reserve
   // True iff `payload` is the payload pointer of one of this pool's packets.
   bool owns(const void* payload) const;
   // The payload pointer of the packet whose payload holds `address`;
@@ -116,6 +134,7 @@ class pool_t {
   std::uint32_t own_deque_index();
   void register_deque(std::uint32_t deque_index);
   packet_header_t* steal_into(deque_t& own, std::uint32_t own_index);
+  void* hand_out(packet_header_t* packet, std::uint32_t home_index);
   void return_excess(deque_t& own, std::uint32_t home_index);
   packet_header_t* header_at(std::size_t packet_index) const;
   packet_header_t* checked_header_of(void* payload) const;
@@ -128,10 +147,12 @@ class pool_t {
   std::size_t deques_count_max_;
   std::size_t packet_return_threshold_;
   std::size_t packet_stride_bytes_;
+  std::size_t reserved_begin_;  // packets from this index on are reserved
   std::uintptr_t packets_begin_;  // first packet (its header)
   std::uintptr_t packets_end_;    // one past the last packet
   std::uint32_t initial_deque_index_;
-  deque_t* deques_;
+  deque_t* deques_;  // deques_count_max_ of threads, then the reserve
+  deque_t* reserve_;
   std::unique_ptr<deque_t[]> deques_storage_;
   std::unique_ptr<packet_header_t*[]> slots_storage_;
   std::unique_ptr<util::atomic<std::uint32_t>[]> active_deque_indices_;
@@ -167,6 +188,11 @@ inline void* pool_t::get() {
   if (__builtin_expect(packet == nullptr, 0)) packet = steal_into(own, own_index);
   own.lock.unlock();
   if (packet == nullptr) return nullptr;
+  return hand_out(packet, own_index);
+}
+
+// A packet just taken from a deque under its lock becomes the caller's.
+inline void* pool_t::hand_out(packet_header_t* packet, std::uint32_t home_index) {
   // The second path of the in-pool/out invariant (put() checks the first).
 #if defined(LCI_DEBUG) && LCI_DEBUG
   // acq_rel exchange: detects even a racing double put; pairs with the
@@ -187,8 +213,18 @@ inline void* pool_t::get() {
              "get: packet in a deque is not marked in_pool (corrupt header?)");
   // (The mutation, tests only, forgets the new home: a later put is judged
   // local or remote against a stale deque.)
-  if (!util::mutated("packet_pool_home_not_recorded")) packet->home_deque_index.store(own_index);
+  if (!util::mutated("packet_pool_home_not_recorded")) packet->home_deque_index.store(home_index);
   return payload_of(packet);
+}
+
+inline void* pool_t::get_reserved() {
+  reserve_->lock.lock();
+  packet_header_t* packet = reserve_->pop_tail();
+  reserve_->lock.unlock();
+  if (packet == nullptr) return nullptr;
+  // The reserve's index as the home: put() sends a reserved packet back by
+  // its packet index and never reads it.
+  return hand_out(packet, static_cast<std::uint32_t>(deques_count_max_));
 }
 
 inline void pool_t::put(void* payload) {
@@ -211,6 +247,14 @@ inline void pool_t::put(void* payload) {
              "put: double put (packet is already in the pool)");
   LCI_ASSERT(state == static_cast<std::uint8_t>(packet_state_t::out),
              "put: packet header corrupt (state is neither in_pool nor out)");
+  // (The mutation, tests only, lets reserved packets into the deques, where
+  // get() hands them out.)
+  if (__builtin_expect(packet->packet_index >= reserved_begin_, 0) &&
+      !util::mutated("packet_pool_reserve_not_kept")) {
+    util::spinlock_guard_t guard(reserve_->lock);
+    reserve_->push_tail(packet);
+    return;
+  }
   const std::uint32_t home_index = packet->home_deque_index.load();
   const std::uint32_t own_index = own_deque_index();
   deque_t& own = deques_[own_index];
@@ -311,11 +355,12 @@ inline void pool_t::return_excess(deque_t& own, std::uint32_t home_index) {
 
 inline pool_t::pool_t(std::size_t packet_size_bytes, std::size_t packets_count,
                       std::size_t deques_count_max,
-                      std::size_t packet_return_threshold)
+                      std::size_t packet_return_threshold, std::size_t reserved_count)
     : packet_size_bytes_(packet_size_bytes),
       packets_count_(packets_count),
       deques_count_max_(deques_count_max),
-      packet_return_threshold_(packet_return_threshold) {
+      packet_return_threshold_(packet_return_threshold),
+      reserved_begin_(packets_count - reserved_count) {
   LCI_ASSERT(packet_size_bytes > 0, "packet_size_bytes must be positive");
   LCI_ASSERT(packet_size_bytes <= packet_size_bytes_max, "packet_size_bytes over the limit");
   LCI_ASSERT(packets_count > 0, "packets_count must be positive");
@@ -324,6 +369,7 @@ inline pool_t::pool_t(std::size_t packet_size_bytes, std::size_t packets_count,
   LCI_ASSERT(packets_count <= packets_count_max, "packets_count over the limit");
   LCI_ASSERT(deques_count_max > 0, "deques_count_max must be positive");
   LCI_ASSERT(deques_count_max <= deques_count_limit, "deques_count_max over the limit");
+  LCI_ASSERT(reserved_count < packets_count, "every packet reserved: get() would have none");
   const std::size_t line = util::cache_line_bytes;
   packet_stride_bytes_ = packet_header_bytes + (packet_size_bytes + line - 1) / line * line;
   std::size_t capacity = 1;
@@ -339,20 +385,25 @@ inline pool_t::pool_t(std::size_t packet_size_bytes, std::size_t packets_count,
   // Rings: every deque can hold every packet, so a push never finds it full.
   // Allocated here, uninitialised: pages of deques no thread uses are never
   // touched (the OS maps them lazily), and the data path never allocates.
-  deques_storage_ = std::make_unique<deque_t[]>(deques_count_max);
+  deques_storage_ = std::make_unique<deque_t[]>(deques_count_max + 1);
   deques_ = deques_storage_.get();
-  slots_storage_.reset(new packet_header_t*[capacity * deques_count_max]);
+  reserve_ = &deques_[deques_count_max];  // never registered: no thief sees it
+  slots_storage_.reset(new packet_header_t*[capacity * (deques_count_max + 1)]);
   active_deque_indices_ =
       std::make_unique<util::atomic<std::uint32_t>[]>(deques_count_max);
-  for (std::size_t d = 0; d < deques_count_max; ++d) {
+  for (std::size_t d = 0; d <= deques_count_max; ++d) {
     deques_[d].init(&slots_storage_[d * capacity], static_cast<std::uint32_t>(capacity));
+  }
+  for (std::size_t d = 0; d < deques_count_max; ++d) {
     active_deque_indices_[d].store(deque_index_none, util::mo_relaxed);  // relaxed: not shared yet
   }
   const std::size_t thread_index = util::thread_index();
   initial_deque_index_ = static_cast<std::uint32_t>(thread_index % deques_count_max);
   register_deque(initial_deque_index_);
   deque_t& initial = deques_[initial_deque_index_];
-  util::spinlock_guard_t guard(initial.lock);  // for the debug lock checks
+  // Both locks for the debug lock checks.
+  util::spinlock_guard_t guard(initial.lock);
+  util::spinlock_guard_t reserve_guard(reserve_->lock);
   for (std::size_t i = 0; i < packets_count; ++i) {
     auto* packet = new (reinterpret_cast<void*>(header_at(i))) packet_header_t;
     packet->packet_index = static_cast<std::uint32_t>(i);
@@ -360,7 +411,7 @@ inline pool_t::pool_t(std::size_t packet_size_bytes, std::size_t packets_count,
     packet->receive_mark.store(0, util::mo_relaxed);  // relaxed: not shared yet
     packet->state.store(static_cast<std::uint8_t>(packet_state_t::in_pool),
                         util::mo_relaxed);  // relaxed: not shared yet
-    initial.push_tail(packet);
+    (i < reserved_begin_ ? initial : *reserve_).push_tail(packet);
   }
 }
 
@@ -374,17 +425,19 @@ inline pool_t::~pool_t() {
 }
 
 // Teardown: no get/put may run. Every packet is in exactly one deque and
-// marked in_pool.
+// marked in_pool, each reserved one in the reserve.
 inline void pool_t::assert_all_home() const {
   std::vector<bool> seen(packets_count_, false);
   std::size_t home_count = 0;
-  for (std::size_t d = 0; d < deques_count_max_; ++d) {
+  for (std::size_t d = 0; d <= deques_count_max_; ++d) {
     util::spinlock_guard_t guard(deques_[d].lock);
     const std::uint32_t size = deques_[d].size();
     for (std::uint32_t i = 0; i < size; ++i) {
       const packet_header_t* packet = deques_[d].at(i);
       LCI_ASSERT(!seen[packet->packet_index], "teardown: a packet is in the pool twice");
       seen[packet->packet_index] = true;
+      LCI_ASSERT((packet->packet_index >= reserved_begin_) == (&deques_[d] == reserve_),
+                 "teardown: a reserved packet outside the reserve, or another in it");
       // relaxed: no concurrent users at teardown.
       LCI_ASSERT(packet->state.load(util::mo_relaxed) ==
                      static_cast<std::uint8_t>(packet_state_t::in_pool),
@@ -460,12 +513,17 @@ inline void pool_t::register_deque(std::uint32_t deque_index) {
 
 inline std::size_t pool_t::packets_free_count() const {
   std::size_t free_count = 0;
-  for (std::size_t d = 0; d < deques_count_max_; ++d) {
+  for (std::size_t d = 0; d <= deques_count_max_; ++d) {
     util::spinlock_guard_t guard(deques_[d].lock);
     free_count += deques_[d].size();
   }
   LCI_ASSERT(free_count <= packets_count_, "more free packets than packets");
   return free_count;
+}
+
+inline std::size_t pool_t::reserved_free_count() const {
+  util::spinlock_guard_t guard(reserve_->lock);
+  return reserve_->size();
 }
 
 inline bool pool_t::owns(const void* payload) const {

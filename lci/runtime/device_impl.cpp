@@ -365,7 +365,10 @@ bool device_impl_t::post_receives(std::size_t target) {
       if (chunk > posted) recvs_posted_.fetch_sub(chunk - posted, util::mo_relaxed);
     };
     try {
-      while (posted < shares && post_packet_receive()) ++posted;
+      // A device with no receive posted may take a reserved packet.
+      while (posted < shares && post_packet_receive(/*may_use_reserve=*/before == 0 && posted == 0)) {
+        ++posted;
+      }
     } catch (...) {
       settle();
       throw;
@@ -377,8 +380,9 @@ bool device_impl_t::post_receives(std::size_t target) {
   return posted_any;
 }
 
-bool device_impl_t::post_packet_receive() {
+bool device_impl_t::post_packet_receive(bool may_use_reserve) {
   void* packet = packet_pool_->pool.get();
+  if (packet == nullptr && may_use_reserve) packet = packet_pool_->pool.get_reserved();
   if (packet == nullptr) return false;
   packet_pool_->pool.mark_receive(packet, receive_mark());
   // Back to the pool, unmarked, unless the network took it: after a refusal

@@ -339,8 +339,10 @@ class device_impl_t {
   // Pre-posted packets up to `target`, a batch at a time.
   bool post_receives(std::size_t target);
   // One packet of the pool posted as a receive; false when the pool is
-  // empty or the network refused (the packet back in the pool).
-  bool post_packet_receive();
+  // empty or the network refused (the packet back in the pool). With
+  // `may_use_reserve` (the device has no receive posted), a reserved packet
+  // when the pool has no other (packet_pool_impl_t).
+  bool post_packet_receive(bool may_use_reserve);
   // What this device's posted packets carry (pool_t::mark_receive): device
   // uids are unique in the process, and 0 is no mark.
   std::uint32_t receive_mark() const { return static_cast<std::uint32_t>(attr_.uid) + 1; }

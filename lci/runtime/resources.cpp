@@ -20,10 +20,12 @@ int next_device_uid() { return g_device_uids.fetch_add(1, util::mo_relaxed); }
 int next_endpoint_uid() { return g_endpoint_uids.fetch_add(1, util::mo_relaxed); }
 
 packet_pool_impl_t::packet_pool_impl_t(runtime_impl_t* runtime, const attr_packet_pool_t& attr,
-                                       std::size_t packet_return_threshold)
+                                       std::size_t packet_return_threshold,
+                                       std::size_t receive_reserve)
     : runtime(runtime),
       attr(attr),
-      pool(attr.packet_size, attr.npackets, /*deques_count_max=*/64, packet_return_threshold),
+      pool(attr.packet_size, attr.npackets + receive_reserve, /*deques_count_max=*/64,
+           packet_return_threshold, receive_reserve),
       receive_packets_max_(attr.npackets - std::max<std::size_t>(1, attr.npackets / 4)) {
   LCI_ASSERT(attr.npackets >= 1, "a packet pool without packets");
 }
@@ -46,7 +48,7 @@ void packet_pool_impl_t::return_receive_share(std::size_t count) {
 }
 
 void packet_pool_impl_t::check_before_free() const {
-  const std::size_t out = attr.npackets - pool.packets_free_count();
+  const std::size_t out = pool.packets_count() - pool.packets_free_count();
   if (out != 0) {
     throw std::invalid_argument(
         "free_packet_pool: " + std::to_string(out) +

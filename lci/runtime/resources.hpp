@@ -64,10 +64,21 @@ class endpoint_impl_t {
 // many devices, or a small one, never has every packet waiting for an
 // arrival while posts wait for a packet. A device with no receive posted
 // may still take one past the bound (it could receive nothing otherwise).
+//
+// That one packet must exist: sends hold theirs until the peer receives, so
+// two ranks whose pools sends have emptied, each device with no receive
+// posted, would wait for each other forever (the other devices' posted
+// receives, idle ones too, hold the rest). So the pool keeps
+// `receive_reserve` packets beyond attr.npackets that get() never hands out
+// (pool_t's reserved packets): a device with no receive posted takes one
+// when the pool has none, and it comes back to the reserve once its arrival
+// is done with, whoever puts it back. With no more devices on the pool than
+// the reserve (4 in the simulator, 64 otherwise), every device can always
+// post a receive, and every message sent is received.
 class packet_pool_impl_t {
  public:
   packet_pool_impl_t(runtime_impl_t* runtime, const attr_packet_pool_t& attr,
-                     std::size_t packet_return_threshold);
+                     std::size_t packet_return_threshold, std::size_t receive_reserve);
   runtime_impl_t* const runtime;
   const attr_packet_pool_t attr;  // packet_size and npackets resolved
   packet_pool::pool_t pool;

@@ -28,6 +28,10 @@ namespace {
 struct sizing_t {
   std::size_t packet_size;
   std::size_t npackets;
+  // Packets each pool keeps beyond npackets for devices with no receive
+  // posted (packet_pool_impl_t): one per device that may share the pool
+  // (the simulator's default device limit; the packet pool's deque count).
+  std::size_t receive_reserve;
   std::size_t matching_buckets;
   std::size_t matching_overflow_nodes;
   // Per device (device_pools_t; docs/design/runtime.md, "Pools"): requests
@@ -41,8 +45,8 @@ struct sizing_t {
   std::size_t backlog_steps_max;
 };
 sizing_t sizing_for(bool simulated) {
-  if (simulated) return {8192, 256, 1024, 1024, 1024, 1024, 1024, 256};
-  return {LCI_PACKET_SIZE_DEFAULT, LCI_PACKET_NUM_DEFAULT, 65536, 65536, 16384, 16384, 4096,
+  if (simulated) return {8192, 256, 4, 1024, 1024, 1024, 1024, 1024, 256};
+  return {LCI_PACKET_SIZE_DEFAULT, LCI_PACKET_NUM_DEFAULT, 64, 65536, 65536, 16384, 16384, 4096,
           4096};
 }
 
@@ -307,7 +311,7 @@ packet_pool_impl_t* runtime_impl_t::alloc_packet_pool(const attr_packet_pool_t& 
   const std::size_t threshold = attr_.packet_return_threshold != 0
                                     ? attr_.packet_return_threshold
                                     : packet_pool::pool_t::packet_return_threshold_default;
-  auto pool = std::make_unique<packet_pool_impl_t>(this, attr, threshold);
+  auto pool = std::make_unique<packet_pool_impl_t>(this, attr, threshold, sizing.receive_reserve);
   packet_pool_impl_t* raw = pool.get();
   util::spinlock_guard_t guard(resources_lock_);
   packet_pools_.push_back(std::move(pool));

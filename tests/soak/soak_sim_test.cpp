@@ -169,6 +169,40 @@ TEST(SoakSim, ProviderProfiles) {
   }
 }
 
+// A device per thread, the default device among them, over the shm
+// profile, with messages reordered and delayed: once thread 0 was done, its
+// device (the default one) kept 186 of the pool's 192 receive shares posted
+// and idle, the sends of the other threads held the rest, and the other
+// devices, none with a receive posted, could not get a packet for one on
+// either rank: every send waited for a receive that could never be posted
+// (the simulator's deadlock verdict). Found by a sweep of random seeds and
+// configurations; the pool's receive reserve (runtime/resources.hpp) is the
+// fix, and without it (post_packet_receive never taking a reserved packet)
+// this exact run deadlocks again. The options are the sweep's command line:
+//   LCI_SIM_PROFILE=shm LCI_SIM_FAULT_REORDER=0.3 LCI_SIM_FAULT_DELAY_SPIKE=0.05
+//   bazel run //tests/soak:soak -- --ranks 2 --threads 4 --devices per-thread --ops 200
+//   --epochs 2 --size-max 70000 --seed 128259651 --quiet
+TEST(SoakSim, IdleDefaultDeviceHoldsTheReceiveShares) {
+  LCI_SIM_ONLY("a seed of the simulator");
+  const char* argv[] = {"soak",     "--ranks",   "2",    "--threads",  "4",
+                        "--devices", "per-thread", "--ops", "200",       "--epochs",
+                        "2",        "--size-max", "70000", "--seed",     "128259651"};
+  soak_options_t options = lci::soak::default_soak_options();
+  std::string error;
+  ASSERT_TRUE(lci::soak::parse_soak_options(static_cast<int>(std::size(argv)),
+                                            const_cast<char**>(argv), &options, &error))
+      << error;
+  run_soak(2, options, lci::sim::world_mode_t::deterministic, options.seed, 1,
+           [](lci::sim::run_options_t& run) {
+             run.world.devices_per_rank_max = 4;  // as the command line ran it
+             if (run.world.profile.is_default()) {
+               lci::sim::apply_provider_profile(&run.world, lci::sim::profile_kind_t::shm);
+             }
+             run.world.faults.rate(fault_kind_t::reorder) = 0.3;
+             run.world.faults.rate(fault_kind_t::delay_spike) = 0.05;
+           });
+}
+
 struct fault_case_t {
   fault_kind_t kind;
   double rate;
