@@ -13,6 +13,8 @@
 //   LCI_SIM_FAULT_LOCK_BUSY=0.2 bazel run //tests/soak:soak -- --seed 3
 //   LCI_SIM_MODE=concurrent bazel run //tests/soak:soak -- --threads 3
 //   bazel run //tests/soak:soak -- --exhaust --window 64
+// Random configurations and seeds for a while (docs/verification.md):
+//   bazel build //tests/soak:soak && tools/soak_sweep.sh --duration 900
 // As real processes over libfabric:
 //   bazel build --config=ofi //tests/soak:soak
 //   LCI_ATTR_OFI_PROVIDER_NAME=shm tools/lcirun -n 2 bazel-bin/tests/soak/soak --threads 4
