@@ -26,14 +26,11 @@
 // without a launcher (set LCI_ATTR_OFI_PROVIDER_NAME=shm over libfabric).
 #include <algorithm>
 #include <atomic>
-#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <functional>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "bench/bench_threads.hpp"

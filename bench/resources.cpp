@@ -16,15 +16,12 @@
 // these shared VMs vary up to 2x from run to run.
 #include <algorithm>
 #include <atomic>
-#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <memory>
-#include <string>
-#include <thread>
 #include <vector>
 
 #include "bench/bench_threads.hpp"
