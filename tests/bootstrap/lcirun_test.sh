@@ -104,6 +104,12 @@ run environment -n 2 bash -c 'echo "$LCIRUN_RANK/$LCIRUN_SIZE $LCIRUN_ADDR ${#LC
 expect_status environment 0
 grep -qE '^\[1\] 1/2 127\.0\.0\.1:[0-9]+ 16$' "$work/environment.out" ||
   fail "environment: rank 1's LCIRUN_* variables are not as documented"
+# HPX's LCI parcelport stays off unless a launcher variable it knows is set;
+# LCT_PMI_FILE_NRANKS is one (the job size, as upstream's launcher sets it).
+run hpx_detect -n 3 bash -c 'echo "nranks=${LCT_PMI_FILE_NRANKS:-unset}"'
+expect_status hpx_detect 0
+[ "$(grep -c '^\[[0-2]\] nranks=3$' "$work/hpx_detect.out")" -eq 3 ] ||
+  fail "hpx_detect: LCT_PMI_FILE_NRANKS is not the job size in every rank"
 
 # --- errors a rank's bootstrap receives from the launcher
 # A rank is stopped by SIGTERM's default action: libinfinipath's handler
