@@ -13,6 +13,7 @@
 #include "lci/runtime/unsupported_attrs.hpp"
 #include "lci/util/assert.hpp"
 #include "lci/util/cache.hpp"
+#include "lci/util/log.hpp"
 #include "lci/wire/control.hpp"
 #include "lci/wire/immediate.hpp"
 
@@ -137,9 +138,14 @@ runtime_impl_t::runtime_impl_t(const attr_runtime_t& attr, host_t& host)
   if (attr.alloc_default_device) {
     default_device_ = alloc_device(get_default_attr_device(), nullptr, default_packet_pool_);
   }
+  if (!host.simulated()) util::log::set_process_rank(rank_me_);
+  LCI_LOG(info, "runtime", "rank %d of %d: runtime up (default device: %s, %s network)\n",
+          rank_me_, rank_n_, default_device_ != nullptr ? "yes" : "no",
+          host.simulated() ? "simulated" : "real");
 }
 
 runtime_impl_t::~runtime_impl_t() {
+  LCI_LOG(info, "runtime", "rank %d: runtime freed\n", rank_me_);
   release_mrs_of(nullptr);
   // Devices first: closing a network device gives its pre-posted
   // receives' packets back to their pool.
