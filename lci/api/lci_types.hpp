@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "lci/util/error.hpp"
@@ -105,8 +106,14 @@ struct buffer_t {
   void* base = nullptr;
   std::size_t size = 0;
   // Upstream's status_t::get_buffer() returns the bare pointer: code written
-  // for it (`void* p = status.get_buffer();`) compiles here too.
+  // for it compiles here too, whether it keeps a void* (`void* p =
+  // status.get_buffer();`, `if (status.get_buffer())`) or casts to the type
+  // it expects (`(char*) status.get_buffer()`, as from a void*).
   operator void*() const { return base; }  // NOLINT: implicit by design
+  template <typename T, typename = std::enable_if_t<std::is_object_v<T>>>
+  explicit operator T*() const {
+    return static_cast<T*>(base);
+  }
 };
 // A buffer list: the local side of one operation made of several buffers,
 // in order (the local_buffers option of the post operations; see

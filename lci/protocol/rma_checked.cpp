@@ -134,7 +134,7 @@ status_t post_checked_get(const post_args_t& args, const net_target_t& target) {
 namespace {
 
 // The target's remote completion for a checked put or get from `rank`
-// (nullptr: none asked for). Throws std::runtime_error, after refusing the
+// (nullptr: none asked for, or one registered as COMP_NULL). Throws std::runtime_error, after refusing the
 // access, for one nobody registered here.
 comp_impl_t* remote_comp_of(device_impl_t& device, int rank, const rts_t& rts) {
   if (rts.rcomp == 0) return nullptr;
@@ -144,7 +144,8 @@ comp_impl_t* remote_comp_of(device_impl_t& device, int rank, const rts_t& rts) {
     throw_unregistered_rcomp(rts.kind == rts_kind_t::put ? "a put" : "a get", rank, rts.rcomp,
                              " (the access was refused)");
   }
-  return comp;
+  // Registered as COMP_NULL: the access goes ahead with nothing signalled.
+  return comp == discard_comp() ? nullptr : comp;
 }
 
 }  // namespace

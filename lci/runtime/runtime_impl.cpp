@@ -9,6 +9,7 @@
 #include "lci/api/lci_config.hpp"
 #include "lci/comp/graph.hpp"
 #include "lci/matching/matching_key.hpp"
+#include "lci/runtime/allocator.hpp"
 #include "lci/runtime/device_impl.hpp"
 #include "lci/runtime/unsupported_attrs.hpp"
 #include "lci/util/assert.hpp"
@@ -22,6 +23,36 @@ static_assert(LCI_CACHE_LINE == util::cache_line_bytes,
               "lci_config.hpp's LCI_CACHE_LINE is the line the runtime pads to");
 
 namespace {
+
+// The completion objects of freed runtimes, until free_comp (comps_ of
+// ~runtime_impl_t). Never destroyed: what the program never frees stays
+// reachable to the end of the process, as upstream's objects do.
+struct outlived_comps_t {
+  util::spinlock_t lock;
+  std::vector<std::unique_ptr<comp_impl_t>> comps;  // under lock
+};
+outlived_comps_t& outlived_comps() {
+  static outlived_comps_t* const list = new outlived_comps_t;
+  return *list;
+}
+
+// The status of an active message holds a buffer from the user allocator;
+// that of a put with signal on the native path holds none, and the checked
+// path never signals this object (discard_comp's contract).
+class discard_impl_t final : public comp_impl_t {
+ public:
+  discard_impl_t() : comp_impl_t(comp_kind_t::handler) {}
+  void signal(status_t status) override {
+    if (status.buffer != nullptr) get_user_allocator()->deallocate(status.buffer);
+  }
+};
+
+void keep_outlived_comps(std::vector<std::unique_ptr<comp_impl_t>>&& comps) {
+  outlived_comps_t& outlived = outlived_comps();
+  util::spinlock_guard_t guard(outlived.lock);
+  for (auto& comp : comps) outlived.comps.push_back(std::move(comp));
+  comps.clear();
+}
 
 // Defaults that differ between a simulated rank (hundreds share a process)
 // and a real process.
@@ -153,7 +184,7 @@ runtime_impl_t::~runtime_impl_t() {
   for (auto& comp : comps_) {
     if (comp->kind() == comp_kind_t::graph) static_cast<graph_impl_t*>(comp.get())->abandon_round();
   }
-  comps_.clear();
+  keep_outlived_comps(std::move(comps_));
   matching_engines_.clear();
 }
 
@@ -393,6 +424,25 @@ void runtime_impl_t::free_comp(comp_impl_t* comp) {
     }
   }
   erase_live(comps_, comp, "free_comp: comp");
+}
+
+comp_impl_t* discard_comp() {
+  static discard_impl_t* const discard = new discard_impl_t;
+  return discard;
+}
+
+bool free_outlived_comp(comp_impl_t* comp) {
+  std::unique_ptr<comp_impl_t> owned;
+  {
+    outlived_comps_t& outlived = outlived_comps();
+    util::spinlock_guard_t guard(outlived.lock);
+    auto it = std::find_if(outlived.comps.begin(), outlived.comps.end(),
+                           [comp](const auto& c) { return c.get() == comp; });
+    if (it == outlived.comps.end()) return false;
+    owned = std::move(*it);
+    outlived.comps.erase(it);
+  }
+  return true;  // `owned` deletes it outside the lock
 }
 
 mr_impl_t* runtime_impl_t::adopt_mr(std::unique_ptr<mr_impl_t> mr) {

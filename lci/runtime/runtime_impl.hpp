@@ -205,4 +205,17 @@ class runtime_impl_t {
   util::atomic<bool> leaving_{false};
 };
 
+// free_comp of a completion object whose runtime was freed first (a
+// runtime's destruction keeps the objects the program left, so that they
+// can still be freed: free_comp needs no runtime). Deletes it and returns
+// true; false when `comp` did not outlive its runtime. Any thread.
+bool free_outlived_comp(comp_impl_t* comp);
+
+// What register_rcomp(COMP_NULL) registers: the remote completion of a
+// target that wants none. A put or get with signal to it completes with
+// nothing signalled (the checked RMA protocol skips it); an active message
+// to it is dropped at the target, its buffer freed (nobody else owns it).
+// One object per process, never freed. Any thread.
+comp_impl_t* discard_comp();
+
 }  // namespace lci::detail
