@@ -69,6 +69,12 @@ TEST(UpstreamCompat, StatusFromErrorcodeAndGetters) {
   lci::buffer_t buffer = with_context.get_buffer();  // the paper: buffer_t
   EXPECT_EQ(raw, bytes);
   EXPECT_EQ(buffer.size, sizeof(bytes));
+  // As from upstream's void*: a cast to the type the program expects.
+  char* as_chars = (char*)with_context.get_buffer();  // NOLINT: the C cast programs write
+  const auto* as_ints = static_cast<const int*>(with_context.get_buffer());
+  EXPECT_EQ(as_chars, bytes);
+  EXPECT_EQ(static_cast<const void*>(as_ints), static_cast<void*>(bytes));
+  EXPECT_TRUE(with_context.get_buffer());  // tested as a pointer
 
   lci::error_t error = lci::errorcode_t::done;
   error.reset_retry();
