@@ -124,6 +124,8 @@ attr_runtime_t resolved(attr_runtime_t attr, const backend::net_context_t& net) 
   // Other operations carry what does not fit in a header; a send's tag
   // must still fit its matching key, the narrowest being rank_tag's.
   attr.max_tag = matching::key_rank_tag_tag_max;
+  // Posts mask tags with it (post_ops.cpp): all ones below its top bit.
+  LCI_ASSERT((attr.max_tag & (attr.max_tag + 1)) == 0, "max_tag is a mask");
   attr.max_rcomp = std::numeric_limits<rcomp_t>::max();
   return attr;
 }
@@ -424,6 +426,15 @@ void runtime_impl_t::free_comp(comp_impl_t* comp) {
     }
   }
   erase_live(comps_, comp, "free_comp: comp");
+}
+
+std::size_t cq_default_length(bool simulated) { return simulated ? 1024 : 65536; }
+
+zero_attr_defaults_t zero_attr_defaults() {
+  const bool simulated = simulated_host() != nullptr;
+  const sizing_t sizing = sizing_for(simulated);
+  return {packet_pool::pool_t::packet_return_threshold_default, sizing.packet_size,
+          sizing.npackets, cq_default_length(simulated), linked_device_depths()};
 }
 
 comp_impl_t* discard_comp() {

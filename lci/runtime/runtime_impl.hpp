@@ -211,6 +211,22 @@ class runtime_impl_t {
 // true; false when `comp` did not outlive its runtime. Any thread.
 bool free_outlived_comp(comp_impl_t* comp);
 
+// A completion queue's default_length where the allocation leaves it 0.
+std::size_t cq_default_length(bool simulated);
+
+// The values the attributes whose description default is 0 ("runtime
+// default", "backend default") take on the calling thread's host, opening
+// nothing: get_g_default_attr reports these, so that programs size their
+// pools from real numbers (docs/api_compat.md).
+struct zero_attr_defaults_t {
+  std::size_t packet_return_threshold;
+  std::size_t packet_size;
+  std::size_t npackets;
+  std::size_t cq_default_length;
+  device_depths_t device_depths;
+};
+zero_attr_defaults_t zero_attr_defaults();
+
 // What register_rcomp(COMP_NULL) registers: the remote completion of a
 // target that wants none. A put or get with signal to it completes with
 // nothing signalled (the checked RMA protocol skips it); an active message
