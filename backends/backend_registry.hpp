@@ -46,6 +46,12 @@ struct backend_entry_t {
   const char* name = nullptr;  // as attr_backend_t spells it ("ofi", "ibv")
   int priority = 0;            // unnamed choice: the highest that opens
   open_net_context_fn_t open = nullptr;  // throws when it cannot open
+  // The queue depths a device asks for when the runtime leaves them 0 (the
+  // network may grant fewer): get_g_default_attr reports them before any
+  // network is open.
+  std::size_t net_max_sends_default = 0;
+  std::size_t net_max_recvs_default = 0;
+  std::size_t net_max_cqes_default = 0;
 };
 
 class registry_t {

@@ -19,6 +19,7 @@
 #include "lci/api/lci_config.hpp"
 #include "lci/api/lci_generated.hpp"
 #include "lci/api/lci_types.hpp"
+#include "lci/comp/comp_impl.hpp"
 #include "lci/runtime/global_attr.hpp"
 
 namespace lci {

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "backends/ibv/ibv_context.hpp"
+#include "backends/ibv/ibv_device.hpp"
 #include "backends/ibv/ibv_verbs_real.hpp"
 #include "lci/util/assert.hpp"
 
@@ -47,7 +48,8 @@ std::unique_ptr<backend::net_context_t> open_context(const backend::net_context_
 }  // namespace
 
 const backend::backend_entry_t& backend_entry() {
-  static const backend::backend_entry_t entry{"ibv", 20, &open_context};
+  static const backend::backend_entry_t entry{
+      "ibv", 20, &open_context, sends_default, recvs_default, sends_default + recvs_default};
   return entry;
 }
 

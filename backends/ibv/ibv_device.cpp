@@ -21,8 +21,6 @@ using backend::net_status_t;
 
 namespace {
 
-constexpr std::size_t sends_default = 64;
-constexpr std::size_t recvs_default = 64;
 constexpr std::size_t notices_default = 64;
 constexpr std::uint32_t inline_default = 64;
 constexpr int poll_batch_max = 16;

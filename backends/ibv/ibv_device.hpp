@@ -101,6 +101,11 @@
 
 namespace lci::backends::ibv {
 
+// Queue depths when the request leaves them 0; the completion queue holds
+// both (ibv_device_t).
+inline constexpr std::size_t sends_default = 64;
+inline constexpr std::size_t recvs_default = 64;
+
 class ibv_device_t final : public backend::net_device_t {
  public:
   ibv_device_t(ibv_context_t& context, const backend::net_device_attr_t& requested);

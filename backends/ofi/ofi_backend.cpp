@@ -3,6 +3,7 @@
 #include <memory>
 
 #include "backends/ofi/ofi_context.hpp"
+#include "backends/ofi/ofi_device.hpp"
 
 namespace lci::backends::ofi {
 
@@ -15,7 +16,12 @@ std::unique_ptr<backend::net_context_t> open_context(const backend::net_context_
 }  // namespace
 
 const backend::backend_entry_t& backend_entry() {
-  static const backend::backend_entry_t entry{"ofi", 10, &open_context};
+  static const backend::backend_entry_t entry{"ofi",
+                                              10,
+                                              &open_context,
+                                              net_max_sends_default,
+                                              net_max_recvs_default,
+                                              net_max_cqes_default};
   return entry;
 }
 

@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "lci/util/error.hpp"
@@ -105,8 +106,14 @@ struct buffer_t {
   void* base = nullptr;
   std::size_t size = 0;
   // Upstream's status_t::get_buffer() returns the bare pointer: code written
-  // for it (`void* p = status.get_buffer();`) compiles here too.
+  // for it compiles here too, whether it keeps a void* (`void* p =
+  // status.get_buffer();`, `if (status.get_buffer())`) or casts to the type
+  // it expects (`(char*) status.get_buffer()`, as from a void*).
   operator void*() const { return base; }  // NOLINT: implicit by design
+  template <typename T, typename = std::enable_if_t<std::is_object_v<T>>>
+  explicit operator T*() const {
+    return static_cast<T*>(base);
+  }
 };
 // A buffer list: the local side of one operation made of several buffers,
 // in order (the local_buffers option of the post operations; see
@@ -154,45 +161,40 @@ struct status_t {
 };
 
 // A peer's registered memory, as plain data a program may copy into a
-// message (get_rmr at the owner, then any transport). A put or get of
+// message (get_rmr at the owner, then any transport): upstream's three
+// fields, in its order, 24 bytes, so that programs shipping it raw between
+// processes (in a fixed-size field, say) work unchanged. A put or get of
 // `size` bytes at `remote_disp` addresses [base + remote_disp,
 // base + remote_disp + size) at the peer.
 //   base         where remote_disp counts from: get_rmr gives the
 //                registration's start; a program may move it inside.
-//   mr_base      the registration's start.
+//   mr_base      the registration's start (0: unknown; the access is then
+//                addressed from base).
 //   opaque_rkey  the network's key.
-//   size         the registration's length in bytes, from mr_base (added
-//                after upstream's three fields: code that copies an rmr_t,
-//                or initialises the first three, compiles unchanged).
-// Limits: post_put and post_get (and post_comm with an rmr) check the
-// access against [mr_base, mr_base + size) on the initiator and throw
-// std::invalid_argument naming the rank, remote_disp, size and the
-// region's size before anything reaches the network (an offset + size that
-// overflows is refused as well). Many networks check no bounds (libfabric's
-// shm would never complete such a put; tcp drops the connection), so this
-// check is the only one that is sure to happen.
-// size 0 means "unknown": not checked. get_rmr fills it for every
-// registration but one of 0 bytes, which has no key either: an access of
-// 0 bytes through it moves nothing and succeeds, one of more bytes finds no
-// registration at the target and fails there (a protection fault on the
-// simulator and on the emulated verbs device, whose keys are never 0;
-// errorcode_t::fatal from shm's and tcp's checked RMA). Otherwise a zero
-// comes only from an rmr_t built field by field by code written before the
-// field, which keeps working as it did, checked by the target's network
-// alone, where it checks. (Refusing it would break such programs without
-// protecting anyone who uses get_rmr.)
-// Faults: what the target's network still refuses (a stale key: the region
-// was deregistered there) fails that one operation: its completion object
-// gets errorcode_t::fatal; progress() throws it only when nothing else can
-// report it (no completion object, or an injected put that was already
-// done). The connection and the peer go on working.
+// Limits: the region's size is not in it, so bounds are checked where the
+// access lands: by the target's network (a NIC's protection; the
+// simulator's; the emulated verbs device's), or, over networks where a bad
+// access would break more than itself (libfabric's shm and tcp), by the
+// target's runtime before any byte moves (checked RMA,
+// docs/design/runtime.md). The initiator refuses, with
+// std::invalid_argument, only what is malformed in itself: a base below
+// mr_base, or an access whose end passes 2^64. The raw network layer
+// (net_post_put, net_post_get, ...) posts to the network directly: an
+// access outside the region there is the network's to refuse (docs/api_compat.md).
+// Faults: an access the target refuses (outside the registration, or a
+// stale key: the region was deregistered there) fails that one operation:
+// its completion object gets errorcode_t::fatal; progress() throws it only
+// when nothing else can report it (no completion object, or an injected put
+// that was already done). The connection and the peer go on working.
 struct rmr_t {
   std::uintptr_t base = 0;
   std::uintptr_t mr_base = 0;
   std::uint64_t opaque_rkey = 0;
-  std::size_t size = 0;
   bool is_empty() const { return base == 0 && opaque_rkey == 0; }
 };
+static_assert(sizeof(rmr_t) == 24 && offsetof(rmr_t, base) == 0 &&
+                  offsetof(rmr_t, mr_base) == 8 && offsetof(rmr_t, opaque_rkey) == 16,
+              "rmr_t is upstream's layout: programs ship it raw between processes");
 
 // The empty remote region (upstream's name).
 inline const rmr_t RMR_NULL{};

@@ -1,27 +1,69 @@
 // comp_impl_t: what every completion object (paper §3.2) is to the runtime:
-// something a finished operation signals with its status_t.
+// something a finished operation signals with its status_t. It is public
+// (lci::comp_impl_t, as upstream's): a program may derive its own completion
+// object from it, override signal(), and pass it wherever a comp_t goes
+// (`lci::comp_t c(static_cast<void*>(obj))`, or `lci::comp_t c = obj`): as a
+// post's local completion, to register_rcomp, to comp_signal, as a graph's
+// or a collective's completion object.
 //
-// Thread safety: signal() may run concurrently from any threads (the
-//                progress engine of any device, or a post that completed at
-//                once with allow_done false).
-// Blocking:      signal() never blocks, except that a handler runs user code.
-// Ownership:     the status is passed by value; a buffer it names belongs to
-//                whoever the operation's contract says (an incoming AM buffer:
-//                the user, once they take the status out; with
-//                zero_copy_am, a packet the user returns by put_upacket).
+// The contract of signal(), for the runtime's objects and a program's alike:
+// Thread safety: signal() may run concurrently from any threads: inside
+//                progress() of any device that carries one of the object's
+//                operations (several threads progressing one device, or
+//                several devices, call it at once), inside a post whose
+//                operation completes at once while allow_done is false (the
+//                post signals before it returns posted), and inside
+//                comp_signal. The runtime takes no lock around it.
+// Blocking:      signal() must not block, and must not call progress()
+//                (called inside progress(), it gets std::logic_error); it
+//                may post (a post that finds no resource returns retry).
+// Status:        passed by value. error: done, or errorcode_t::fatal for an
+//                operation the network failed (docs/api_compat.md); rank: the
+//                peer; tag, user_context: the post's (a remote completion:
+//                the sender's tag, user_context nullptr). buffer, size: the
+//                local buffer and the bytes moved (send, put, get: the
+//                post's buffer; recv: the receive buffer and the bytes that
+//                arrived; a remote completion of an active message: a buffer
+//                the program now owns and frees with get_allocator(), or,
+//                with attr.zero_copy_am set and size <= get_max_bcopy_size(),
+//                a packet it returns with put_upacket; a remote completion of
+//                a put with signal: the target's buffer, nullptr for 0 bytes).
+// Ownership:     a program's object is the program's: the runtime never frees
+//                it, not even when the runtime is freed. free_comp on it
+//                deletes it (`delete`, as upstream's: only for an object made
+//                with `new`). It must outlive every operation that signals it
+//                and its register_rcomp registration. The runtime's own
+//                objects (alloc_sync, alloc_cq, ...) belong to the runtime
+//                until free_comp; one the program leaves is freed with the
+//                runtime, or, if the program frees it after the runtime,
+//                then (free_comp needs no runtime).
+// attr:          the object's attributes (comp_t::get_attr_*). A program's
+//                object starts with comp_type custom and the defaults; it may
+//                set zero_copy_am before the object is first used (the runtime
+//                reads it when an active message arrives for the object).
 #pragma once
 
 #include <cstdint>
 
+#include "lci/api/lci_generated.hpp"
 #include "lci/api/lci_types.hpp"
 
 namespace lci::detail {
 
-// waiter: a post's own, never a user's (waiter.hpp).
-enum class comp_kind_t : std::uint8_t { sync, cq, handler, counter, graph, waiter };
+// waiter: a post's own, never a user's (waiter.hpp). custom: a program's
+// own object; the typed operations (sync_test, cq_pop, counter_get, graph_*)
+// refuse it.
+enum class comp_kind_t : std::uint8_t { sync, cq, handler, counter, graph, waiter, custom };
 
 class comp_impl_t {
  public:
+  using attr_t = attr_comp_t;
+  // A program's object: kind custom.
+  comp_impl_t() : kind_(comp_kind_t::custom) { attr.comp_type = attr_comp_type_t::custom; }
+  explicit comp_impl_t(const attr_t& attr_) : attr(attr_), kind_(comp_kind_t::custom) {
+    attr.comp_type = attr_comp_type_t::custom;
+  }
+  // The runtime's objects.
   explicit comp_impl_t(comp_kind_t kind) : kind_(kind) {}
   virtual ~comp_impl_t() = default;
   comp_impl_t(const comp_impl_t&) = delete;
@@ -30,14 +72,15 @@ class comp_impl_t {
   virtual void signal(status_t status) = 0;
   comp_kind_t kind() const { return kind_; }
   // The zero_copy_am attribute: an eager active message is delivered in
-  // its packet (docs/design/runtime.md, "Zero-copy active messages"). Set
-  // once by the allocation, before the object is shared.
-  bool zero_copy_am() const { return zero_copy_am_; }
-  void set_zero_copy_am(bool zero_copy_am) { zero_copy_am_ = zero_copy_am; }
+  // its packet (docs/design/runtime.md, "Zero-copy active messages").
+  bool zero_copy_am() const { return attr.zero_copy_am; }
+
+  // Written by the allocation (or the program, for its own object) before
+  // the object is shared; read-only afterwards.
+  attr_t attr;
 
  private:
   const comp_kind_t kind_;
-  bool zero_copy_am_ = false;
 };
 
 }  // namespace lci::detail

@@ -3,7 +3,6 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
-#include <unordered_map>
 
 #include "lci/api/lci_generated.hpp"
 #include "lci/comp/counter.hpp"
@@ -14,25 +13,12 @@
 #include "lci/progress/progress.hpp"
 #include "lci/runtime/resolve.hpp"
 #include "lci/util/assert.hpp"
-#include "lci/util/spinlock.hpp"
 
 namespace lci {
 
 namespace detail {
 
 namespace {
-
-// The attributes of live completion objects, for comp_t::get_attr_*(). The
-// getters name no runtime, so the table is per process; it is touched only
-// when a completion object is allocated, freed or asked for an attribute.
-struct comp_attrs_t {
-  util::spinlock_t lock;
-  std::unordered_map<const comp_impl_t*, attr_comp_t> attrs;  // under lock
-};
-comp_attrs_t& comp_attrs() {
-  static comp_attrs_t table;
-  return table;
-}
 
 // The comp_type output attribute of a completion object of `kind`.
 attr_comp_type_t comp_type_of(comp_kind_t kind) {
@@ -43,34 +29,23 @@ attr_comp_type_t comp_type_of(comp_kind_t kind) {
     case comp_kind_t::handler: return attr_comp_type_t::handler;
     case comp_kind_t::graph: return attr_comp_type_t::graph;
     case comp_kind_t::waiter: break;  // a post's own, never adopted as a user's
+    case comp_kind_t::custom: break;  // a program's own, never allocated here
   }
   LCI_ASSERT(false, "a completion object of no known kind");
   return attr_comp_type_t::custom;
 }
 
 comp_t adopt(runtime_t runtime, std::unique_ptr<comp_impl_t> comp, const attr_comp_t& attr) {
-  comp->set_zero_copy_am(attr.zero_copy_am);
-  const attr_comp_type_t comp_type = comp_type_of(comp->kind());
-  comp_impl_t* raw = resolve_runtime(runtime).adopt_comp(std::move(comp));
-  comp_attrs_t& table = comp_attrs();
-  util::spinlock_guard_t guard(table.lock);
-  attr_comp_t& stored = table.attrs[raw];
-  stored = attr;
-  stored.comp_type = comp_type;
-  return comp_t(raw);
+  comp->attr = attr;
+  comp->attr.comp_type = comp_type_of(comp->kind());
+  return comp_t(resolve_runtime(runtime).adopt_comp(std::move(comp)));
 }
 
 }  // namespace
 
-const attr_comp_t& get_attr(const comp_impl_t* impl) {
-  comp_attrs_t& table = comp_attrs();
-  util::spinlock_guard_t guard(table.lock);
-  auto it = table.attrs.find(impl);
-  if (it == table.attrs.end()) {
-    throw std::invalid_argument("comp: not a live completion object");
-  }
-  return it->second;
-}
+// The object's own attributes (upstream keeps them there too), so that a
+// program's object has them as well.
+const attr_comp_t& get_attr(const comp_impl_t* impl) { return impl->attr; }
 
 }  // namespace detail
 
@@ -117,7 +92,8 @@ void counter_set_x::call_impl(comp_t comp, int64_t value, runtime_t runtime) con
 comp_t alloc_cq_x::call_impl(const attr_comp_t& attr_in, runtime_t runtime) const {
   attr_comp_t attr = attr_in;
   if (attr.default_length == 0) {
-    attr.default_length = resolve_runtime(runtime).host().simulated() ? 1024 : 65536;
+    attr.default_length =
+        static_cast<int>(detail::cq_default_length(resolve_runtime(runtime).host().simulated()));
   }
   const detail::cq_kind_t kind = attr.cq_type == attr_cq_type_t::lcrq
                                      ? detail::cq_kind_t::lcrq
@@ -190,11 +166,11 @@ void free_comp_x::call_impl(comp_t* comp, runtime_t runtime) const {
   if (comp == nullptr || detail::resolve_comp(*comp) == nullptr) {
     throw std::invalid_argument("free_comp: comp is empty (freed twice?)");
   }
-  resolve_runtime(runtime).free_comp(comp->p_impl);
-  {
-    detail::comp_attrs_t& table = detail::comp_attrs();
-    util::spinlock_guard_t guard(table.lock);
-    table.attrs.erase(comp->p_impl);
+  detail::comp_impl_t* const impl = comp->p_impl;
+  if (impl->kind() == detail::comp_kind_t::custom) {
+    delete impl;  // a program's own object (comp_impl.hpp, Ownership)
+  } else if (!detail::free_outlived_comp(impl)) {
+    resolve_runtime(runtime).free_comp(impl);
   }
   comp->p_impl = nullptr;
 }
@@ -205,7 +181,8 @@ rcomp_t reserve_rcomps_x::call_impl(rcomp_t n, runtime_t runtime) const {
 
 rcomp_t register_rcomp_x::call_impl(comp_t comp, rcomp_t rcomp, runtime_t runtime) const {
   detail::comp_impl_t* impl = detail::resolve_comp(comp);
-  if (impl == nullptr) throw std::invalid_argument("register_rcomp: comp is empty (COMP_NULL)");
+  // COMP_NULL: a target that wants no completion (runtime_impl_t::discard_comp).
+  if (impl == nullptr) impl = detail::discard_comp();
   return resolve_runtime(runtime).register_rcomp(impl, rcomp);
 }
 

@@ -10,6 +10,7 @@
 
 #include "lci/api/attr_env.hpp"
 #include "lci/runtime/global_state.hpp"
+#include "lci/runtime/runtime_impl.hpp"
 #include "lci/util/assert.hpp"
 #include "lci/util/atomic.hpp"
 
@@ -54,6 +55,25 @@ void add(global_values_t* values, const char* name, const std::string& text) {
 
 // Every field as the (variable, text) the environment readers parse back
 // into the same value.
+// The fields whose description default is 0 ("runtime default", "backend
+// default"), each with the value that default takes here. get reports the
+// value for a 0; set takes the value back to 0, so that handing back what
+// get reported leaves the default in force (a simulated world of another
+// size, or another backend, still gets its own).
+template <typename visit_t>
+void for_each_zero_default(global_attr_t& attr, visit_t&& visit) {
+  const zero_attr_defaults_t resolved = zero_attr_defaults();
+  visit(attr.packet_return_threshold, resolved.packet_return_threshold);
+  visit(attr.packet_size, resolved.packet_size);
+  visit(attr.npackets, resolved.npackets);
+  visit(attr.net_max_sends, resolved.device_depths.net_max_sends);
+  visit(attr.net_max_recvs, resolved.device_depths.net_max_recvs);
+  visit(attr.net_max_cqes, resolved.device_depths.net_max_cqes);
+  std::size_t cq_default_length = static_cast<std::size_t>(attr.cq_default_length);
+  visit(cq_default_length, resolved.cq_default_length);
+  attr.cq_default_length = static_cast<int>(cq_default_length);
+}
+
 global_values_t values_of(const global_attr_t& attr) {
   global_values_t values;
   add(&values, "PACKET_RETURN_THRESHOLD", text_of(attr.packet_return_threshold));
@@ -181,6 +201,9 @@ global_attr_t get_g_default_attr() {
   attr.shm_consumer_cas_attempts = device.shm_consumer_cas_attempts;
   attr.shm_max_polls = device.shm_max_polls;
   attr.ibv_td_strategy = device.ibv_td_strategy;
+  detail::for_each_zero_default(attr, [](std::size_t& value, std::size_t resolved) {
+    if (value == 0) value = resolved;
+  });
   return attr;
 }
 
@@ -192,7 +215,11 @@ void set_g_default_attr(const global_attr_t& attr) {
                                 std::to_string(attr.net_send_reserved_pct) +
                                 ": not a finite number");
   }
-  detail::set_attr_global_values(detail::values_of(attr));
+  global_attr_t stored = attr;
+  detail::for_each_zero_default(stored, [](std::size_t& value, std::size_t resolved) {
+    if (value == resolved) value = 0;
+  });
+  detail::set_attr_global_values(detail::values_of(stored));
 }
 
 }  // namespace lci

@@ -109,7 +109,7 @@ backend::net_mr_t local_mr(const char* op, const detail::device_impl_t& device, 
   return net_mr;
 }
 
-// Where a put or get lands: `rmr` at `offset`, checked as post_put checks it.
+// Where a put or get lands: `rmr` at `offset`, addressed as post_put addresses it.
 detail::net_target_t remote_target(const char* op, int rank, const rmr_t& rmr, std::uint64_t offset,
                                    std::size_t size) {
   if (rmr.is_empty()) throw_argument(op, "rmr is empty");

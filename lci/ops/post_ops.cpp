@@ -69,6 +69,11 @@ status_t post_waiting(detail::post_args_t& args, const common_options_t& options
 
 // `args`: the caller's resolved operation; a waiting post changes it.
 status_t post(detail::post_args_t& args, const common_options_t& options) {
+  // Tags beyond max_tag keep their low bits, as upstream's do (programs
+  // count tags up without wrapping them); ANY_TAG stays the wildcard. A put
+  // or get with signal keeps its own limit, max_imm_tag.
+  const bool wildcard = args.direction == direction_t::IN && args.tag == ANY_TAG;
+  if (args.rmr.is_empty() && !wildcard) args.tag &= args.device->runtime()->attr().max_tag;
   const bool receive = args.direction == direction_t::IN && args.rmr.is_empty();
   if (args.allow_posted || (receive && args.allow_retry)) return post_now(args, options);
   return post_waiting(args, options);

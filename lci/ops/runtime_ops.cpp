@@ -388,7 +388,7 @@ rmr_t get_rmr_x::call_impl(mr_t mr, runtime_t runtime) const {
   if (impl->holds_no_bytes()) {
     // No key: only accesses of 0 bytes through it succeed (they read
     // none); one of more bytes is refused where it lands, as for any
-    // region its target never registered. size 0 is rmr_t's "unknown".
+    // region its target never registered.
     rmr.base = reinterpret_cast<std::uintptr_t>(impl->net_mr.base);
     rmr.mr_base = rmr.base;
     LCI_ASSERT(!rmr.is_empty(), "get_rmr: a region of no bytes without its address");
@@ -398,11 +398,8 @@ rmr_t get_rmr_x::call_impl(mr_t mr, runtime_t runtime) const {
   rmr.base = net_rmr.base;
   rmr.mr_base = net_rmr.base;
   rmr.opaque_rkey = net_rmr.rkey;
-  rmr.size = net_rmr.size;
-  // Never 0 here: 0 is what an rmr_t from older code means by "unknown,
-  // not checked" (lci_types.hpp).
-  LCI_ASSERT(rmr.size > 0, "get_rmr: the region's size is lost");
-  LCI_ASSERT(rmr.size == impl->net_mr.size, "get_rmr: not the registration's size");
+  LCI_ASSERT(!rmr.is_empty(), "get_rmr: a registration without base or key");
+  LCI_ASSERT(net_rmr.size == impl->net_mr.size, "get_rmr: not the registration's key");
   return rmr;
 }
 

@@ -12,6 +12,7 @@
 #include "lci/protocol/protocol.hpp"
 #include "lci/runtime/device_impl.hpp"
 #include "lci/runtime/runtime_impl.hpp"
+#include "lci/util/log.hpp"
 #include "lci/wire/control.hpp"
 
 namespace lci::detail {
@@ -205,6 +206,10 @@ bool reported_to_its_operation(const backend::net_status_t& status) {
 }
 
 void dispatch(device_impl_t& device, const backend::net_status_t& status) {
+  LCI_LOG(debug, "progress", "rank %d: %s rank %d, %zu bytes%s%s\n", device.runtime()->rank_me(),
+          backend::get_net_opcode_str(status.opcode), status.rank, status.length,
+          status.fault != backend::net_fault_t::none ? ", fault: " : "",
+          status.fault != backend::net_fault_t::none ? backend::describe_fault(status).c_str() : "");
   if (status.fault != backend::net_fault_t::none) {
     if (status.opcode == backend::net_opcode_t::peer_down) {
       LCI_ASSERT(status.fault == backend::net_fault_t::peer_crashed, "a peer report, not a crash");

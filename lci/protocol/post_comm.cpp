@@ -6,6 +6,7 @@
 #include "lci/runtime/device_impl.hpp"
 #include "lci/runtime/runtime_impl.hpp"
 #include "lci/util/assert.hpp"
+#include "lci/util/log.hpp"
 
 namespace lci::detail {
 
@@ -74,6 +75,11 @@ status_t post_comm(const post_args_t& args) {
              "allow_posted = false reached post_comm for an operation other than a receive "
              "that may retry (post_ops.cpp waits for those)");
   status_t status = run_operation(args);
+  LCI_LOG(debug, "post", "rank %d: %s %s rank %d, %zu bytes, tag %llu%s: %s\n",
+          args.device->runtime()->rank_me(), args.rmr.is_empty() ? "message" : "rma",
+          args.direction == direction_t::OUT ? "to" : "from", args.rank, args.size,
+          static_cast<unsigned long long>(args.tag), args.remote_comp != 0 ? " (am)" : "",
+          status.is_done() ? "done" : status.is_posted() ? "posted" : "retry");
   if (!status.is_retry() || args.allow_retry) return status;
   // Retry is not allowed: the backlog re-runs the operation until the
   // network takes it; its completion object is signalled as usual.

@@ -57,12 +57,11 @@ struct net_target_t {
   backend::net_rmr_t rmr;
   std::uint64_t offset = 0;
 };
-// The network's view of an access once [rmr.base + disp, + size) is known
-// to lie inside the peer's registration [mr_base, mr_base + size) (rmr_t;
-// size 0 is unknown: not checked, and passed on as it always was). Throws
-// std::invalid_argument naming op, rank, disp and size before anything is
-// posted: many networks check no bounds at the target (docs/backends/ofi.md),
-// so this is the one check that always happens.
+// The network's view of the access [rmr.base + disp, + size): the region
+// from rmr.mr_base (from rmr.base when mr_base is 0) and the offset into
+// it. Throws std::invalid_argument naming op, rank, disp and size, before
+// anything is posted, for a base below mr_base or an end past 2^64. The
+// bounds are the target's to check (rmr_t, rma.cpp).
 net_target_t checked_target(const remote_access_t& access);
 
 // Validates and runs one operation (Table 1); retry is pushed to the

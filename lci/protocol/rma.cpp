@@ -3,6 +3,7 @@
 // rcomp; a get is followed by a small get_signal message (no network offers
 // RDMA read with notification). An access of no bytes is no RDMA at all: its
 // signal, if any, is a message (post_empty_access).
+#include <cstdint>
 #include <stdexcept>
 #include <string>
 
@@ -14,40 +15,33 @@
 
 namespace lci::detail {
 
-namespace {
-
-// Throws std::invalid_argument: "<op>: <what> rank R's registered region
-// of N bytes (rmr_t::size<note>)".
-[[noreturn]] void throw_outside(const remote_access_t& access, const std::string& what,
-                                const std::string& note) {
-  throw std::invalid_argument(std::string(access.op) + ": " + what + " rank " +
-                              std::to_string(access.rank) + "'s registered region of " +
-                              std::to_string(access.rmr.size) + " bytes (rmr_t::size" + note +
-                              ")");
-}
-
-}  // namespace
-
-// Subtractions only: no sum of user values can wrap. A checked access is
-// addressed from mr_base, so that a moved base reaches networks that take
-// offsets into the region (ofi's tcp) as well as those that take addresses.
+// Subtractions and checked sums only: no sum of user values wraps. An
+// access is addressed from mr_base when the rmr_t names it (as get_rmr
+// fills it), so that a moved base reaches networks that take offsets into
+// the region (ofi's tcp) as well as those that take addresses; an rmr_t
+// with mr_base 0 (built by hand with base and key) is addressed from base.
 net_target_t checked_target(const remote_access_t& access) {
   const rmr_t& rmr = access.rmr;
-  if (rmr.size == 0) return {{rmr.base, rmr.opaque_rkey, 0}, access.disp};
-  if (rmr.base < rmr.mr_base || rmr.base - rmr.mr_base > rmr.size) {
-    throw_outside(access, "rmr.base = " + std::to_string(rmr.base) + " lies outside",
-                  ", from mr_base = " + std::to_string(rmr.mr_base));
+  std::uint64_t into = 0;
+  std::uintptr_t region = rmr.base;
+  if (rmr.mr_base != 0) {
+    if (rmr.base < rmr.mr_base) {
+      throw std::invalid_argument(std::string(access.op) + ": rmr.base = " +
+                                  std::to_string(rmr.base) + " lies below rmr.mr_base = " +
+                                  std::to_string(rmr.mr_base) + " (rank " +
+                                  std::to_string(access.rank) + "'s registration)");
+    }
+    into = rmr.base - rmr.mr_base;
+    region = rmr.mr_base;
   }
-  const std::uintptr_t into = rmr.base - rmr.mr_base;
-  const std::size_t room = rmr.size - into;  // bytes from base on
-  if (access.disp > room || access.size > room - access.disp) {
-    throw_outside(access,
-                  std::string(access.disp_name) + " = " + std::to_string(access.disp) +
-                      " with size = " + std::to_string(access.size) + " ends past",
-                  into == 0 ? "" : "; rmr.base is " + std::to_string(into) + " bytes into it");
+  if (access.disp > UINT64_MAX - into || access.size > UINT64_MAX - into - access.disp) {
+    throw std::invalid_argument(std::string(access.op) + ": " + access.disp_name + " = " +
+                                std::to_string(access.disp) + " with size = " +
+                                std::to_string(access.size) + " from rmr.base ends past the " +
+                                "end of memory");
   }
-  const net_target_t target{{rmr.mr_base, rmr.opaque_rkey, rmr.size}, into + access.disp};
-  LCI_ASSERT(target.offset + access.size <= rmr.size, "an access past its region was let through");
+  const net_target_t target{{region, rmr.opaque_rkey, 0}, into + access.disp};
+  LCI_ASSERT(target.offset >= access.disp, "an offset below the displacement");
   return target;
 }
 
@@ -109,12 +103,12 @@ status_t post_empty_access(const post_args_t& args, std::uint32_t imm) {
 
 }  // namespace
 
-// A put or get addresses memory a peer registered, from user input: the
-// access is checked against rmr_t::size first (checked_target), so an
-// out-of-bounds one throws std::invalid_argument and posts nothing. A fault
-// the network still reports later (a stale key) completes the request fatal
-// (lci/progress/progress.cpp). Where such a fault would break more than the
-// access, the target checks it before any byte moves (rma_checked.cpp).
+// A put or get addresses memory a peer registered, from user input; rmr_t
+// does not carry the region's size, so bounds are checked at the target:
+// by the network where a bad access fails alone (a NIC's protection fault,
+// the simulator's), else by the target's runtime before any byte moves
+// (rma_checked.cpp). Either way a fault (outside the registration, a stale
+// key) completes that request fatal (lci/progress/progress.cpp).
 status_t post_put(const post_args_t& args) {
   const net_target_t target = post_target("post_put", args);
   device_impl_t& device = *args.device;

@@ -40,42 +40,27 @@ namespace lci::detail {
 
 namespace {
 
-// The target checks an access by the registration's start, as get_rmr gave
-// it: checked_target() addresses a sized rmr_t from there already; an
-// unsized one (older code) is moved there from its base when it says where
-// that is. Throws std::invalid_argument when the access's end does not fit
-// 64 bits (the target would take the RTS for corrupt).
-rma_rts_t addressed(const post_args_t& args, const net_target_t& target, rts_kind_t kind) {
+// The RTS of a checked access: the region and offset checked_target()
+// addressed; the target checks them against its registrations.
+rma_rts_t addressed(const net_target_t& target, rts_kind_t kind) {
   rma_rts_t message{};
   message.rts.kind = kind;
   message.base = target.rmr.base;
   message.rkey = target.rmr.rkey;
-  std::uint64_t into = 0;
-  const rmr_t& rmr = args.rmr;
-  if (rmr.size == 0 && rmr.mr_base != 0 && rmr.base >= rmr.mr_base) {
-    message.base = rmr.mr_base;
-    into = rmr.base - rmr.mr_base;
-  }
-  if (target.offset > UINT64_MAX - into || args.size > UINT64_MAX - into - target.offset) {
-    throw std::invalid_argument(std::string(kind == rts_kind_t::put ? "post_put" : "post_get") +
-                                ": remote_disp = " + std::to_string(args.remote_disp) +
-                                " with size = " + std::to_string(args.size) + " from rmr.base " +
-                                "ends past the end of memory");
-  }
-  message.offset = into + target.offset;
+  message.offset = target.offset;
   return message;
 }
 
 }  // namespace
 
 status_t post_checked_put(const post_args_t& args, const net_target_t& target) {
-  rma_rts_t message = addressed(args, target, rts_kind_t::put);
+  rma_rts_t message = addressed(target, rts_kind_t::put);
   return post_rts(args, rts_kind_t::put, &message);
 }
 
 status_t post_checked_get(const post_args_t& args, const net_target_t& target) {
   device_impl_t& device = *args.device;
-  const rma_rts_t addressed_message = addressed(args, target, rts_kind_t::get);
+  const rma_rts_t addressed_message = addressed(target, rts_kind_t::get);
   request_t* recv = new_request(args, request_kind_t::recv);
   if (recv == nullptr) return status_t(errorcode_t::retry_nomem);
   recv->capacity = args.size;
@@ -134,7 +119,7 @@ status_t post_checked_get(const post_args_t& args, const net_target_t& target) {
 namespace {
 
 // The target's remote completion for a checked put or get from `rank`
-// (nullptr: none asked for). Throws std::runtime_error, after refusing the
+// (nullptr: none asked for, or one registered as COMP_NULL). Throws std::runtime_error, after refusing the
 // access, for one nobody registered here.
 comp_impl_t* remote_comp_of(device_impl_t& device, int rank, const rts_t& rts) {
   if (rts.rcomp == 0) return nullptr;
@@ -144,7 +129,8 @@ comp_impl_t* remote_comp_of(device_impl_t& device, int rank, const rts_t& rts) {
     throw_unregistered_rcomp(rts.kind == rts_kind_t::put ? "a put" : "a get", rank, rts.rcomp,
                              " (the access was refused)");
   }
-  return comp;
+  // Registered as COMP_NULL: the access goes ahead with nothing signalled.
+  return comp == discard_comp() ? nullptr : comp;
 }
 
 }  // namespace

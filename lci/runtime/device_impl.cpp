@@ -11,6 +11,7 @@
 #include "lci/api/lci_config.hpp"
 #include "lci/runtime/runtime_impl.hpp"
 #include "lci/util/assert.hpp"
+#include "lci/util/log.hpp"
 #include "lci/wire/immediate.hpp"
 
 namespace lci::detail {
@@ -183,9 +184,15 @@ device_impl_t::device_impl_t(runtime_impl_t* runtime, const attr_device_t& attr,
     default_endpoint_ = std::make_unique<endpoint_impl_t>(this, endpoint_attr);
   }
   replenish_receives();
+  LCI_LOG(info, "device", "rank %d: device %llu up (%s; sends %zu, receives %zu)\n",
+          runtime_->rank_me(), static_cast<unsigned long long>(attr_.uid),
+          raw() ? "raw" : "with packets", static_cast<std::size_t>(attr_.net_max_sends),
+          static_cast<std::size_t>(attr_.net_max_recvs));
 }
 
 device_impl_t::~device_impl_t() {
+  LCI_LOG(info, "device", "rank %d: device %llu freed\n", runtime_->rank_me(),
+          static_cast<unsigned long long>(attr_.uid));
   // Requests a crashed peer failed: nothing can name them once the device
   // is gone (drain_before_close() emptied the backlog).
   for (request_t* request : watch_list_.take_failed()) {

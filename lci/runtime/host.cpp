@@ -2,6 +2,8 @@
 
 #include <stdexcept>
 
+#include "backends/linked_backends.hpp"
+#include "lci/api/lci_generated.hpp"
 #include "lci/runtime/process_host.hpp"
 #include "lci/util/atomic.hpp"
 
@@ -20,6 +22,36 @@ host_t& current_host() {
         "this process (start it with lci::sim::run_threads from inside a rank)");
   }
   return *host;
+}
+
+namespace {
+
+// Those of the linked backend a real process opens (host_t::device_depths).
+device_depths_t linked_backend_depths() {
+  const backend::registry_t& registry = backend::linked_backends();
+  if (registry.empty()) return {};
+  const attr_runtime_t attr = get_default_attr_runtime();
+  const backend::backend_entry_t* entry = attr.backend == attr_backend_t::none
+                                              ? &registry.entries().front()
+                                              : registry.find(get_attr_backend_str(attr.backend));
+  if (entry == nullptr) return {};  // a backend not linked: opening it will fail
+  return {entry->net_max_sends_default, entry->net_max_recvs_default, entry->net_max_cqes_default};
+}
+
+}  // namespace
+
+device_depths_t host_t::device_depths() const { return linked_backend_depths(); }
+
+host_t* simulated_host() {
+  const host_lookup_fn_t lookup = g_host_lookup.load(util::mo_acquire);  // see g_host_lookup
+  return lookup == nullptr ? nullptr : lookup();
+}
+
+device_depths_t linked_device_depths() {
+  // A simulated rank's host is cheap to ask; a real process's would open
+  // the network, which waits for set_g_default_attr's provider and device.
+  const host_t* host = simulated_host();
+  return host != nullptr ? host->device_depths() : linked_backend_depths();
 }
 
 }  // namespace lci::detail

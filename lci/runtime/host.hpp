@@ -23,6 +23,13 @@ namespace lci::detail {
 
 class runtime_impl_t;
 
+// The queue depths a device asks for when its attributes leave them 0.
+struct device_depths_t {
+  std::size_t net_max_sends = 0;
+  std::size_t net_max_recvs = 0;
+  std::size_t net_max_cqes = 0;
+};
+
 class host_t {
  public:
   virtual ~host_t() = default;
@@ -47,6 +54,10 @@ class host_t {
   // false once nothing can move on the network any more (a simulated rank
   // torn down after its run ended): teardown then stops waiting for it.
   virtual bool network_running() const { return true; }
+  // The queue depths a device of this host asks for when its attributes
+  // leave them 0. By default: those of the linked backend a real process
+  // opens (see linked_device_depths()); the simulator's come from its world.
+  virtual device_depths_t device_depths() const;
 
   // Set while a runtime of this host allocates a device (see
   // runtime_impl_t::alloc_device). A flag, not a lock: device allocation
@@ -108,5 +119,17 @@ inline util::atomic<runtime_impl_t**> g_process_runtime_slot{nullptr};
 // this process's own host (process_host.hpp), which throws when the build
 // has no real network backend.
 host_t& current_host();
+
+// The calling thread's simulated rank's host; nullptr in a real process
+// and on a thread outside the simulator's ranks. Opens nothing.
+host_t* simulated_host();
+
+// The queue depths of a device left to its defaults on the calling thread's
+// host, opening nothing (get_g_default_attr asks before any runtime, when a
+// real process has not chosen its network yet): a simulated rank's host's;
+// in a real process (and on a thread outside the simulator's ranks), those
+// of the linked backend that LCI_ATTR_BACKEND (or set_g_default_attr)
+// names, else of the one tried first. All 0 when no backend is linked.
+device_depths_t linked_device_depths();
 
 }  // namespace lci::detail

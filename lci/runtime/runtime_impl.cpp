@@ -9,10 +9,12 @@
 #include "lci/api/lci_config.hpp"
 #include "lci/comp/graph.hpp"
 #include "lci/matching/matching_key.hpp"
+#include "lci/runtime/allocator.hpp"
 #include "lci/runtime/device_impl.hpp"
 #include "lci/runtime/unsupported_attrs.hpp"
 #include "lci/util/assert.hpp"
 #include "lci/util/cache.hpp"
+#include "lci/util/log.hpp"
 #include "lci/wire/control.hpp"
 #include "lci/wire/immediate.hpp"
 
@@ -22,6 +24,36 @@ static_assert(LCI_CACHE_LINE == util::cache_line_bytes,
               "lci_config.hpp's LCI_CACHE_LINE is the line the runtime pads to");
 
 namespace {
+
+// The completion objects of freed runtimes, until free_comp (comps_ of
+// ~runtime_impl_t). Never destroyed: what the program never frees stays
+// reachable to the end of the process, as upstream's objects do.
+struct outlived_comps_t {
+  util::spinlock_t lock;
+  std::vector<std::unique_ptr<comp_impl_t>> comps;  // under lock
+};
+outlived_comps_t& outlived_comps() {
+  static outlived_comps_t* const list = new outlived_comps_t;
+  return *list;
+}
+
+// The status of an active message holds a buffer from the user allocator;
+// that of a put with signal on the native path holds none, and the checked
+// path never signals this object (discard_comp's contract).
+class discard_impl_t final : public comp_impl_t {
+ public:
+  discard_impl_t() : comp_impl_t(comp_kind_t::handler) {}
+  void signal(status_t status) override {
+    if (status.buffer != nullptr) get_user_allocator()->deallocate(status.buffer);
+  }
+};
+
+void keep_outlived_comps(std::vector<std::unique_ptr<comp_impl_t>>&& comps) {
+  outlived_comps_t& outlived = outlived_comps();
+  util::spinlock_guard_t guard(outlived.lock);
+  for (auto& comp : comps) outlived.comps.push_back(std::move(comp));
+  comps.clear();
+}
 
 // Defaults that differ between a simulated rank (hundreds share a process)
 // and a real process.
@@ -93,6 +125,8 @@ attr_runtime_t resolved(attr_runtime_t attr, const backend::net_context_t& net) 
   // Other operations carry what does not fit in a header; a send's tag
   // must still fit its matching key, the narrowest being rank_tag's.
   attr.max_tag = matching::key_rank_tag_tag_max;
+  // Posts mask tags with it (post_ops.cpp): all ones below its top bit.
+  LCI_ASSERT((attr.max_tag & (attr.max_tag + 1)) == 0, "max_tag is a mask");
   attr.max_rcomp = std::numeric_limits<rcomp_t>::max();
   return attr;
 }
@@ -137,9 +171,14 @@ runtime_impl_t::runtime_impl_t(const attr_runtime_t& attr, host_t& host)
   if (attr.alloc_default_device) {
     default_device_ = alloc_device(get_default_attr_device(), nullptr, default_packet_pool_);
   }
+  if (!host.simulated()) util::log::set_process_rank(rank_me_);
+  LCI_LOG(info, "runtime", "rank %d of %d: runtime up (default device: %s, %s network)\n",
+          rank_me_, rank_n_, default_device_ != nullptr ? "yes" : "no",
+          host.simulated() ? "simulated" : "real");
 }
 
 runtime_impl_t::~runtime_impl_t() {
+  LCI_LOG(info, "runtime", "rank %d: runtime freed\n", rank_me_);
   release_mrs_of(nullptr);
   // Devices first: closing a network device gives its pre-posted
   // receives' packets back to their pool.
@@ -153,7 +192,7 @@ runtime_impl_t::~runtime_impl_t() {
   for (auto& comp : comps_) {
     if (comp->kind() == comp_kind_t::graph) static_cast<graph_impl_t*>(comp.get())->abandon_round();
   }
-  comps_.clear();
+  keep_outlived_comps(std::move(comps_));
   matching_engines_.clear();
 }
 
@@ -393,6 +432,34 @@ void runtime_impl_t::free_comp(comp_impl_t* comp) {
     }
   }
   erase_live(comps_, comp, "free_comp: comp");
+}
+
+std::size_t cq_default_length(bool simulated) { return simulated ? 1024 : 65536; }
+
+zero_attr_defaults_t zero_attr_defaults() {
+  const bool simulated = simulated_host() != nullptr;
+  const sizing_t sizing = sizing_for(simulated);
+  return {packet_pool::pool_t::packet_return_threshold_default, sizing.packet_size,
+          sizing.npackets, cq_default_length(simulated), linked_device_depths()};
+}
+
+comp_impl_t* discard_comp() {
+  static discard_impl_t* const discard = new discard_impl_t;
+  return discard;
+}
+
+bool free_outlived_comp(comp_impl_t* comp) {
+  std::unique_ptr<comp_impl_t> owned;
+  {
+    outlived_comps_t& outlived = outlived_comps();
+    util::spinlock_guard_t guard(outlived.lock);
+    auto it = std::find_if(outlived.comps.begin(), outlived.comps.end(),
+                           [comp](const auto& c) { return c.get() == comp; });
+    if (it == outlived.comps.end()) return false;
+    owned = std::move(*it);
+    outlived.comps.erase(it);
+  }
+  return true;  // `owned` deletes it outside the lock
 }
 
 mr_impl_t* runtime_impl_t::adopt_mr(std::unique_ptr<mr_impl_t> mr) {

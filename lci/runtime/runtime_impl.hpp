@@ -205,4 +205,33 @@ class runtime_impl_t {
   util::atomic<bool> leaving_{false};
 };
 
+// free_comp of a completion object whose runtime was freed first (a
+// runtime's destruction keeps the objects the program left, so that they
+// can still be freed: free_comp needs no runtime). Deletes it and returns
+// true; false when `comp` did not outlive its runtime. Any thread.
+bool free_outlived_comp(comp_impl_t* comp);
+
+// A completion queue's default_length where the allocation leaves it 0.
+std::size_t cq_default_length(bool simulated);
+
+// The values the attributes whose description default is 0 ("runtime
+// default", "backend default") take on the calling thread's host, opening
+// nothing: get_g_default_attr reports these, so that programs size their
+// pools from real numbers (docs/api_compat.md).
+struct zero_attr_defaults_t {
+  std::size_t packet_return_threshold;
+  std::size_t packet_size;
+  std::size_t npackets;
+  std::size_t cq_default_length;
+  device_depths_t device_depths;
+};
+zero_attr_defaults_t zero_attr_defaults();
+
+// What register_rcomp(COMP_NULL) registers: the remote completion of a
+// target that wants none. A put or get with signal to it completes with
+// nothing signalled (the checked RMA protocol skips it); an active message
+// to it is dropped at the target, its buffer freed (nobody else owns it).
+// One object per process, never freed. Any thread.
+comp_impl_t* discard_comp();
+
 }  // namespace lci::detail

@@ -131,6 +131,16 @@ class ParserTest(unittest.TestCase):
         self.assertIn("  using attr_t = attr_widget_t;", header)
         self.assertIn("  attr_t get_attr() const { return detail::get_attr(get_impl()); }", header)
 
+    def test_handles_are_upstream_shaped(self):
+        # Implementation classes by upstream's names in the API namespace;
+        # handles made implicitly from a void*, and one pointer wide.
+        header, _ = gen_api.generate(parse(VALID), "x", "test.def", "x.hpp")
+        self.assertIn("using detail::widget_impl_t;", header)
+        self.assertIn("  widget_t(void* p) : p_impl(static_cast<widget_impl_t*>(p)) {}", header)
+        self.assertNotIn("explicit widget_t(", header)
+        self.assertIn('static_assert(sizeof(widget_t) == sizeof(void*), "widget_t is one pointer");',
+                      header)
+
     def test_runtime_resource_required_unless_no_runtime(self):
         text = "op poke -> void\n"
         self.assert_error(text, 1, "no 'resource runtime'")

@@ -345,4 +345,27 @@ TEST(GeneratedHeaderTest, EmptyHandlesAreRefused) {
   EXPECT_TRUE(runtime_t() == runtime_t());
 }
 
+// Handles as upstream's programs make and compare them: from the
+// implementation pointer by upstream's class name, from a void*, from
+// nullptr; each one pointer wide, so programs store and ship them raw.
+static_assert(std::is_convertible_v<void*, comp_t> && std::is_convertible_v<std::nullptr_t, comp_t>);
+static_assert(std::is_convertible_v<lci::mr_impl_t*, mr_t>);
+static_assert(std::is_same_v<decltype(mr_t().p_impl), lci::mr_impl_t*>);
+static_assert(sizeof(mr_t) == sizeof(void*) && sizeof(comp_t) == sizeof(void*));
+
+TEST(GeneratedHeaderTest, HandlesFromPointersAndNullptr) {
+  const comp_t none = nullptr;
+  EXPECT_TRUE(none == nullptr);
+  EXPECT_TRUE(none.is_empty());
+  int object = 0;
+  const comp_t some(static_cast<void*>(&object));
+  EXPECT_FALSE(some == nullptr);
+  EXPECT_EQ(static_cast<void*>(some.p_impl), static_cast<void*>(&object));
+  // Reconverse keeps one lci::mr_impl_t* per device and rebuilds the mr_t.
+  lci::mr_impl_t* const kept[] = {reinterpret_cast<lci::mr_impl_t*>(&object)};
+  const mr_t rebuilt = lci::mr_t(kept[0]);
+  EXPECT_EQ(rebuilt.p_impl, kept[0]);
+  EXPECT_FALSE(rebuilt.is_empty());
+}
+
 }  // namespace

@@ -4,6 +4,7 @@
 # a Makefile project (pkg-config), and runs what was built:
 #   hello  (LCI::sim / liblci_sim): 2 ranks on the simulated network, then 3
 #   plain  (LCI::lci / liblci):     without a real network, fails saying so;
+#   tools  (LCI::LCI + LCI::LCT / liblci + liblct): LCT's functions, checked;
 # and when the installed LCI has libfabric (bazel test --config=ofi), each
 # also as 2 processes under the installed bin/lcirun, and plain alone as
 # one rank.
@@ -65,7 +66,15 @@ check_launched() {
   expect_lines '^\[[01]\] rank [01] of 2$' 2
 }
 
+# check_tools BINARY: LCT beside LCI (tools.cpp checks the results).
+check_tools() {
+  run "$1" timeout 60 "$1" --iterations 7 --kind=faa
+  expect_lines '^tools: ok$' 1
+  expect_lines 'filtered out' 0
+}
+
 check_all() {
+  check_tools "$1/tools"
   check_hello "$1/hello"
   check_plain "$1/plain"
   check_launched "$1/hello"
@@ -91,10 +100,15 @@ done
 ldd "$work/cmake_shared/hello" > "$log"
 grep -q "$prefix/lib/liblci.so" "$log" ||
   fail "cmake_shared/hello does not load the installed liblci.so"
-ldd "$work/cmake_static/hello" > "$log"
-if grep -q liblci "$log"; then
-  fail "cmake_static/hello loads a shared liblci"
-fi
+ldd "$work/cmake_shared/tools" > "$log"
+grep -q "$prefix/lib/liblct.so" "$log" ||
+  fail "cmake_shared/tools does not load the installed liblct.so"
+for program in hello tools; do
+  ldd "$work/cmake_static/$program" > "$log"
+  if grep -qE "liblci|liblct" "$log"; then
+    fail "cmake_static/$program loads a shared liblci or liblct"
+  fi
+done
 
 # The pkg-config files, from a Makefile.
 mkdir -p "$work/make"

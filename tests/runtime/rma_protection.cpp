@@ -1,16 +1,16 @@
 // RMA outside what the target registered, as real processes (2 ranks under
 // tools/lcirun, the real-network targets in tests/runtime/BUILD):
 //
-// (a) out of bounds: rank 0 puts 8192 bytes at offset 4000, and 8 bytes at
+// (a) out of bounds: rank 0 puts 8192 bytes at offset 4000, and 1 KiB at
 //     offset 2^40, into rank 1's 4096-byte window, and gets out of it: each
-//     post must throw std::invalid_argument (the initiator's check against
-//     rmr_t::size, lci/protocol/rma.cpp) before anything reaches the network,
-//     on every provider. shm checks no key or bound at the target: a put
-//     that got there used to wait forever; tcp used to drop the connection.
+//     must fail that one operation (fatal), refused by the target's checked
+//     RMA (rmr_t carries no size), on every provider. shm checks no key or
+//     bound at the target: a put that got there would wait forever; tcp
+//     would drop the connection.
 // (b) refused at the target: rank 1 registered a second region, handed out
 //     its rmr and deregistered it; rank 0 puts there (a stale key), then
-//     puts 8192 bytes at 4000 into the window through an rmr_t whose size
-//     is 0 (unknown: not checked on the initiator). Each must fail that one
+//     puts 8192 bytes at 4000 into the window, with messages in flight
+//     around both. Each must fail that one
 //     operation (its synchronizer gets errorcode_t::fatal; progress() throws
 //     nothing), and the ranks then still pass a barrier, exchange messages
 //     and put into the live window. Over every provider: the target checks
@@ -37,7 +37,6 @@
 #include <cstring>
 #include <exception>
 #include <functional>
-#include <initializer_list>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -48,7 +47,6 @@
 namespace {
 
 using lci::runtime_test::post_retrying;
-using lci::runtime_test::expect_invalid_argument;
 using lci::runtime_test::require;
 using lci::runtime_test::round_trip;
 
@@ -83,22 +81,6 @@ lci::status_t post_and_wait(lci::comp_t sync, const std::string& what,
   return status.is_posted() ? wait_for(sync, what) : status;
 }
 
-void out_of_bounds(const keys_t& keys, lci::comp_t sync) {
-  std::vector<char> source(2 * window_bytes, 'x');
-  expect_invalid_argument(
-      "a put of 8192 bytes at 4000",
-      [&] { (void)lci::post_put(1, source.data(), 8192, sync, 4000, keys.window); },
-      {"rank 1", "4000", "8192", "4096"});
-  expect_invalid_argument(
-      "a put at 2^40",
-      [&] { (void)lci::post_put(1, source.data(), 8, sync, std::uintptr_t{1} << 40, keys.window); },
-      {"rank 1", std::to_string(std::uintptr_t{1} << 40), "4096"});
-  expect_invalid_argument(
-      "a get of 8192 bytes at 4000",
-      [&] { (void)lci::post_get(1, source.data(), 8192, sync, 4000, keys.window); },
-      {"rank 1", "4000", "8192", "4096"});
-}
-
 // A put the target refuses must fail alone: fatal, naming rank 1
 // (progress() throws nothing meanwhile). `meanwhile` runs between its post
 // and the wait.
@@ -116,6 +98,20 @@ void expect_put_fails(lci::comp_t sync, const std::string& what, std::size_t siz
   require(status.rank == 1, what + ": the failed put names rank " + std::to_string(status.rank));
 }
 
+// (a): rmr_t carries no size (upstream's layout), so the target refuses
+// each access outside its window; each fails alone.
+void out_of_bounds(const keys_t& keys, lci::comp_t sync) {
+  const auto nothing = [] {};
+  expect_put_fails(sync, "a put of 8192 bytes at 4000", 8192, 4000, keys.window, nothing);
+  expect_put_fails(sync, "a put at 2^40", 1024, std::uintptr_t{1} << 40, keys.window, nothing);
+  std::vector<char> sink(2 * window_bytes, 0);
+  lci::status_t got = post_retrying(
+      [&] { return lci::post_get(1, sink.data(), 8192, sync, 4000, keys.window); });
+  if (got.is_posted()) got = wait_for(sync, "a get of 8192 bytes at 4000");
+  require(got.error.errorcode == lci::errorcode_t::fatal,
+          std::string("a get of 8192 bytes at 4000 completed ") + got.error.get_str());
+}
+
 // Rank 0's side of (b), each put followed at once by part of the flood
 // (`flood_part(k)`, k = 0, 1), so that messages are in flight around it.
 void refused_at_target(const keys_t& keys, lci::comp_t sync,
@@ -124,11 +120,7 @@ void refused_at_target(const keys_t& keys, lci::comp_t sync,
   // synchronizer (an injected put is done at once).
   expect_put_fails(sync, "the put with a stale key", 1024, 0, keys.stale,
                    [&] { flood_part(0); });
-  // An rmr_t without its size (built by code older than the field) is not
-  // checked on the initiator: the target refuses it instead.
-  lci::rmr_t unsized = keys.window;
-  unsized.size = 0;
-  expect_put_fails(sync, "an unchecked put of 8192 bytes at 4000", 8192, 4000, unsized,
+  expect_put_fails(sync, "a put of 8192 bytes at 4000", 8192, 4000, keys.window,
                    [&] { flood_part(1); });
 }
 
@@ -221,7 +213,7 @@ void run(bool bounds, bool refused) {
     const keys_t keys = take_keys(sync);
     if (bounds) {
       out_of_bounds(keys, sync);
-      std::printf("rank 0: out-of-bounds posts refused\n");
+      std::printf("rank 0: out-of-bounds accesses failed alone\n");
     }
     if (refused) {
       refused_at_target(keys, sync, [&](int k) {

@@ -549,7 +549,12 @@ class HeaderWriter:
         self.emit("namespace detail {")
         for resource in self.api.resources:
             self.emit(f"class {impl_class(resource.name)};")
-        self.emit("}  // namespace detail", "")
+        self.emit("}  // namespace detail",
+                  "// The resources' implementation classes by upstream's names: programs keep",
+                  "// X_impl_t pointers and derive their own completion objects from comp_impl_t.")
+        for resource in self.api.resources:
+            self.emit(f"using detail::{impl_class(resource.name)};")
+        self.emit("")
 
     def attr_structs(self):
         for resource in self.api.resources:
@@ -578,16 +583,18 @@ class HeaderWriter:
 
     def handle(self, resource: Resource):
         name = f"{resource.name}_t"
-        impl = f"detail::{impl_class(resource.name)}"
+        impl = impl_class(resource.name)
         self.emit(f"// {name}: handle of a {resource.name} ({resource.doc}).",
-                  "// Pointer-like: empty by default, copies name the same resource.",
+                  "// Pointer-like: empty by default, copies name the same resource. Made",
+                  f"// implicitly from a {impl}* or a void* naming one (nullptr: empty),",
+                  "// as upstream's handles, so a program may keep and pass the raw pointer.",
                   f"class {name} {{",
                   " public:",
                   f"  using attr_t = {attr_struct(resource.name)};",
                   f"  {impl}* p_impl = nullptr;",
                   "",
                   f"  {name}() = default;",
-                  f"  explicit {name}({impl}* p) : p_impl(p) {{}}")
+                  f"  {name}(void* p) : p_impl(static_cast<{impl}*>(p)) {{}}  // NOLINT: implicit")
         if resource.sentinels:
             self.emit(f"  // Empty also for the sentinels 1 .. {resource.sentinels}, which name no resource.",
                       "  bool is_empty() const {",
@@ -614,7 +621,10 @@ class HeaderWriter:
             self.emit(f"  {attr.type} get_attr_{attr.name}() const {{",
                       f"    return detail::get_attr(get_impl()).{attr.name};",
                       "  }")
-        self.emit("};", "")
+        self.emit("};",
+                  "// Programs ship and store handles as one pointer.",
+                  f"static_assert(sizeof({name}) == sizeof(void*), {cpp_string(name + ' is one pointer')});",
+                  "")
 
     def functor(self, op: Operation):
         cls = f"{op.name}_x"

@@ -4,10 +4,12 @@
 #   bazel run //:install -- --prefix DIR            # simulated network only
 #   bazel run --config=ofi //:install -- --prefix DIR  # libfabric compiled in
 #
-#   DIR/include/lci.hpp (+ the headers it includes), DIR/include/sim/sim_program.hpp
-#   DIR/lib/liblci.{a,so}, DIR/lib/liblci_sim.{a,so}
-#   DIR/lib/pkgconfig/liblci.pc, liblci_sim.pc
-#   DIR/lib/cmake/LCI/LCIConfig.cmake, LCIConfigVersion.cmake (LCI::lci, LCI::sim)
+#   DIR/include/lci.hpp (+ the headers it includes), DIR/include/sim/sim_program.hpp,
+#   DIR/include/lct.h
+#   DIR/lib/liblci.{a,so}, DIR/lib/liblci_sim.{a,so}, DIR/lib/liblct.{a,so}
+#   DIR/lib/pkgconfig/liblci.pc, liblci_sim.pc, liblct.pc
+#   DIR/lib/cmake/LCI/LCIConfig.cmake, LCIConfigVersion.cmake
+#     (LCI::lci and its alias LCI::LCI, LCI::sim, LCI::LCT)
 #   DIR/bin/lcirun
 #
 # The files come from this binary's runfiles (tools/install/BUILD builds
@@ -59,7 +61,7 @@ flags_cmake() { sed 's/.*/"&"/' "$here/$1.linkopts" | tr '\n' ' ' | sed 's/ $//'
 mkdir -p "$prefix"/{include,bin,lib/pkgconfig,lib/cmake/LCI}
 prefix=$(cd "$prefix" && pwd)
 
-for package in lci lci_sim; do
+for package in lct lci lci_sim; do
   while read -r source target; do
     install -D -m 644 "$runfiles/$source" "$prefix/include/$target"
   done < "$here/$package.headers"
@@ -74,14 +76,17 @@ substitute() {
       -e "s|@VERSION@|$version|g" \
       -e "s|@NETWORK@|$network|g" \
       -e "s|@LCI_LINKOPTS_PC@|$(flags_pc lci)|g" \
+      -e "s|@LCT_LINKOPTS_PC@|$(flags_pc lct)|g" \
       -e "s|@LCI_SIM_LINKOPTS_PC@|$(flags_pc lci_sim)|g" \
       -e "s|@LCI_LINKOPTS_CMAKE@|$(flags_cmake lci)|g" \
+      -e "s|@LCT_LINKOPTS_CMAKE@|$(flags_cmake lct)|g" \
       -e "s|@LCI_SIM_LINKOPTS_CMAKE@|$(flags_cmake lci_sim)|g" \
       "$here/$1" > "$2"
   chmod 644 "$2"
 }
 substitute liblci.pc.in "$prefix/lib/pkgconfig/liblci.pc"
 substitute liblci_sim.pc.in "$prefix/lib/pkgconfig/liblci_sim.pc"
+substitute liblct.pc.in "$prefix/lib/pkgconfig/liblct.pc"
 substitute LCIConfig.cmake.in "$prefix/lib/cmake/LCI/LCIConfig.cmake"
 substitute LCIConfigVersion.cmake.in "$prefix/lib/cmake/LCI/LCIConfigVersion.cmake"
 

@@ -13,13 +13,23 @@ them from what the closure's CcInfo carries:
   <name>.linkopts     the closure's link flags (-pthread, -lfabric, ...),
                       one a line, for the .pc and CMake files
 
-`exclude` is a closure already installed as another lci_package: its
-archives, headers and flags are left out, and lib<name>.so is linked
-against that package's shared library (`exclude_package`) instead of
-carrying a second copy of its code and its global state.
+`deps` are lci_packages this one is installed beside: their closures'
+archives and flags, and the headers they install, are left out, and
+lib<name>.so is linked against their shared libraries instead of carrying a
+second copy of their code and global state (liblci links liblct; liblci_sim
+both). A program linking the static lib<name>.a links theirs too.
 """
 
 load("@bazel_tools//tools/cpp:toolchain_utils.bzl", "find_cpp_toolchain")
+
+LciPackageInfo = provider(
+    doc = "An installed library, for the lci_packages installed beside it",
+    fields = {
+        "lib": "the cc_library target whose closure it is",
+        "shared_library": "lib<name>.so",
+        "headers_list": "<name>.headers: the headers it installs",
+    },
+)
 
 def _linker_inputs(target):
     return target[CcInfo].linking_context.linker_inputs.to_list()
@@ -32,14 +42,12 @@ def _archive(library, pic):
 
 def _lci_package_impl(ctx):
     cc_toolchain = find_cpp_toolchain(ctx)
-    excluded_owners = {}
-    excluded_headers = {}
-    if ctx.attr.exclude:
-        excluded_owners = {i.owner: True for i in _linker_inputs(ctx.attr.exclude)}
-        excluded_headers = {
-            h.path: True
-            for h in ctx.attr.exclude[CcInfo].compilation_context.headers.to_list()
-        }
+    packages = [dep[LciPackageInfo] for dep in ctx.attr.deps]
+    excluded_owners = {
+        i.owner: True
+        for package in packages
+        for i in _linker_inputs(package.lib)
+    }
     inputs = [i for i in _linker_inputs(ctx.attr.lib) if i.owner not in excluded_owners]
     archives = [_archive(l, False) for i in inputs for l in i.libraries]
     pic_archives = [_archive(l, True) for i in inputs for l in i.libraries]
@@ -86,11 +94,15 @@ def _lci_package_impl(ctx):
     link_args += ["-Wl,--whole-archive"] + [a.path for a in pic_archives]
     link_args.append("-Wl,--no-whole-archive")
     link_inputs = list(pic_archives)
-    if ctx.attr.exclude_package:
-        base_lib = ctx.attr.exclude_package[DefaultInfo].files.to_list()
-        base_shared = [f for f in base_lib if f.extension == "so"][0]
-        link_inputs.append(base_shared)
-        link_args += ["-L" + base_shared.dirname, "-l" + base_shared.basename[3:-3]]
+    for package in packages:
+        shared = package.shared_library
+        link_inputs.append(shared)
+        link_args += ["-L" + shared.dirname, "-l" + shared.basename[3:-3]]
+    if packages:
+        # Installed side by side: the loader finds them beside this one,
+        # also for a program linked with --as-needed, which names only the
+        # libraries it calls itself.
+        link_args.append("-Wl,-rpath,$ORIGIN")
     link_args += linkopts + ["-lstdc++", "-lm"]
     ctx.actions.run(
         outputs = [shared_lib],
@@ -112,8 +124,9 @@ def _lci_package_impl(ctx):
     # Each dependency gcc names (after the target and the header itself),
     # as a path relative to the execution root, then as the path it has in
     # the runfiles and in the include directory: a generated header's path
-    # without the output directory. `header` itself installs as
-    # `header_install_path`, the name programs include it by.
+    # without the output directory; those the deps install are left out.
+    # `header` itself installs as `header_install_path`, the name programs
+    # include it by.
     script = """
 set -euo pipefail
 out=$1 bin_dir=$2 header=$3 header_install_path=$4 excluded=$5
@@ -121,13 +134,24 @@ shift 5
 "$@" | tr -d '\\\\' | tr ' ' '\\n' | sed -n '3,$p' | sed '/^$/d' |
   while read -r path; do
     path=$(realpath -s --relative-to=. "$path")
+    path=${path#$bin_dir/}
     if grep -qxF "$path" "$excluded"; then continue; fi
-    printf '%s %s\\n' "${path#$bin_dir/}" "${path#$bin_dir/}"
+    printf '%s %s\\n' "$path" "$path"
   done > "$out"
 printf '%s %s\\n' "$header" "$header_install_path" >> "$out"
 """
+    # The runfiles paths of the headers the deps install (their lists'
+    # first column).
     excluded_file = ctx.actions.declare_file(name + ".excluded_headers")
-    ctx.actions.write(excluded_file, "".join([p + "\n" for p in sorted(excluded_headers)]))
+    deps_lists = [package.headers_list for package in packages]
+    ctx.actions.run_shell(
+        outputs = [excluded_file],
+        inputs = deps_lists,
+        command = 'out=$1; shift; cat /dev/null "$@" | cut -d" " -f1 > "$out"',
+        arguments = [excluded_file.path] + [f.path for f in deps_lists],
+        mnemonic = "LciPackageExcludedHeaders",
+        progress_message = "Listing the headers the packages beside lib%s install" % name,
+    )
     ctx.actions.run_shell(
         outputs = [headers_list],
         inputs = depset([header, excluded_file], transitive = [compilation.headers, toolchain_files]),
@@ -150,16 +174,19 @@ printf '%s %s\\n' "$header" "$header_install_path" >> "$out"
     )
     ctx.actions.write(linkopts_file, "".join([f + "\n" for f in linkopts]))
 
-    header_files = [header] + [
-        h
-        for h in compilation.headers.to_list()
-        if h.path not in excluded_headers
-    ]
+    header_files = [header] + compilation.headers.to_list()
     outputs = [static_lib, shared_lib, headers_list, linkopts_file]
-    return [DefaultInfo(
-        files = depset(outputs),
-        runfiles = ctx.runfiles(files = outputs + header_files),
-    )]
+    return [
+        DefaultInfo(
+            files = depset(outputs),
+            runfiles = ctx.runfiles(files = outputs + header_files),
+        ),
+        LciPackageInfo(
+            lib = ctx.attr.lib,
+            shared_library = shared_lib,
+            headers_list = headers_list,
+        ),
+    ]
 
 lci_package = rule(
     implementation = _lci_package_impl,
@@ -168,8 +195,10 @@ lci_package = rule(
         "lib": attr.label(mandatory = True, providers = [CcInfo]),
         "header": attr.label(mandatory = True, allow_single_file = [".hpp", ".h"]),
         "header_install_path": attr.string(mandatory = True),
-        "exclude": attr.label(providers = [CcInfo]),
-        "exclude_package": attr.label(doc = "the lci_package of `exclude`"),
+        "deps": attr.label_list(
+            providers = [LciPackageInfo],
+            doc = "lci_packages installed beside this one, which it links",
+        ),
         "_cc_toolchain": attr.label(default = "@bazel_tools//tools/cpp:current_cc_toolchain"),
     },
     fragments = ["cpp"],

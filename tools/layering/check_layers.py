@@ -28,10 +28,10 @@ import sys
 from typing import Dict, List, NamedTuple, Optional, Sequence
 
 # Directories whose files must keep to the layers.
-CHECKED_ROOTS = ("lci/", "backends/", "sim/")
+CHECKED_ROOTS = ("lct/", "lci/", "backends/", "sim/")
 # Top-level directories of the repository: an include starting with one of
 # them is a file of ours.
-REPO_ROOTS = ("lci/", "backends/", "sim/", "tests/", "bench/", "fuzz/", "tools/",
+REPO_ROOTS = ("lct/", "lci/", "backends/", "sim/", "tests/", "bench/", "fuzz/", "tools/",
               "examples/", "third_party/", "config/")
 SOURCE_SUFFIXES = (".hpp", ".cpp", ".h", ".cc")
 
@@ -51,13 +51,17 @@ SIM_NETWORK = ["sim/sim_context", "sim/sim_device", "sim/sim_faults", "sim/sim_f
 SIM_HARNESS = ["sim/"]
 
 LAYERS = [
-    Layer("util", ["lci/util/"], []),
+    # LCT (lct.h) beneath everything: the runtime's log is LCT's. Its queues
+    # are LCI's completion queues, a layer of their own above them.
+    Layer("lct", ["lct/"], []),
+    Layer("util", ["lci/util/"], ["lct"]),
     Layer("bootstrap", ["lci/bootstrap/"], ["util"]),
     Layer("api_types", ["lci/api/"], ["util"]),
     Layer("structures",
           ["lci/backlog_queue/", "lci/cq/", "lci/mpmc_array/", "lci/packet_pool/",
            "lci/matching/", "lci/comp/"],
           ["util", "api_types"]),
+    Layer("lct_queue", ["lct/lct_queue.cpp"], ["lct", "util", "structures"]),
     Layer("backend_contract", ["backends/backend.", "backends/backend_registry."],
           ["util", "bootstrap"]),
     Layer("ofi", ["backends/ofi/"], ["util", "bootstrap", "backend_contract"]),
