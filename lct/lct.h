@@ -37,7 +37,7 @@ extern "C" {
 #define LCT_unlikely(x) __builtin_expect(!!(x), 0)
 
 /* ---- Initialization -------------------------------------------------------
- * Reference counted: the first LCT_init() sets LCT_hostname and allocates
+ * Reference counted: the first LCT_init() allocates
  * LCT_log_ctx_default from LCT_LOG_LEVEL / LCT_LOG_OUTFILE /
  * LCT_LOG_WHITELIST / LCT_LOG_BLACKLIST; the matching last LCT_fina() frees
  * it. Thread safety: may be called from any thread; a log through the
@@ -54,7 +54,7 @@ LCT_API int LCT_get_rank(void);
 #ifndef HOST_NAME_MAX
 #define HOST_NAME_MAX _POSIX_HOST_NAME_MAX
 #endif
-/* Set by the first LCT_init(); empty before. */
+/* Set by the first LCT_init() or LCT_log_ctx_alloc(); empty before. */
 extern char LCT_hostname[HOST_NAME_MAX + 1];
 
 /* ---- Time -------------------------------------------------------------------
