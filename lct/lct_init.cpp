@@ -11,6 +11,8 @@
 #include "lct/lct.h"
 #include "lct/lct_internal.hpp"
 
+static_assert(HOST_NAME_MAX == 64, "lct.h's fallback for strict C programs is this value");
+
 int LCT_rank = -1;
 char LCT_hostname[HOST_NAME_MAX + 1] = "";
 LCT_log_ctx_t LCT_log_ctx_default = nullptr;
