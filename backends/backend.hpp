@@ -296,6 +296,11 @@ class net_context_t {
       const net_device_attr_t& requested) = 0;
   // Whether its devices act on net_device_attr_t::ibv (a verbs backend).
   virtual bool reads_ibv_attr() const { return false; }
+  // What a device asks for when a request leaves net_max_sends,
+  // net_max_recvs and net_max_cqes 0 (the rest of the result is 0): the
+  // runtime reports them as the defaults (get_g_default_attr). 0s: the
+  // backend does not say.
+  virtual net_device_attr_t device_defaults() const { return {}; }
   // Whether this network's devices have put-with-immediate (every device's
   // net_device_attr_t::supports_put_imm equals it); read before any device
   // exists, to resolve the runtime's rdv_protocol.

@@ -431,7 +431,8 @@ void runtime_impl_t::free_comp(comp_impl_t* comp) {
 std::size_t cq_default_length(bool simulated) { return simulated ? 1024 : 65536; }
 
 zero_attr_defaults_t zero_attr_defaults() {
-  const bool simulated = simulated_host() != nullptr;
+  const host_t* host = looked_up_host();
+  const bool simulated = host != nullptr && host->simulated();
   const sizing_t sizing = sizing_for(simulated);
   return {packet_pool::pool_t::packet_return_threshold_default, sizing.packet_size,
           sizing.npackets, cq_default_length(simulated), linked_device_depths()};
