@@ -207,6 +207,40 @@ TEST(UserComp, EveryPostKindAndPath) {
   lci::sim::expect_runs_ok(2, sweep, every_post_kind);
 }
 
+// A program's object where the runtime switches on the kind of a
+// completion object: as a graph's and a non-blocking barrier's completion
+// object it is signalled once; the typed operations refuse it.
+void graphs_collectives_and_typed_operations(lci::sim::rank_env_t&) {
+  lci::g_runtime_init();
+  recording_comp_t object;
+  const lci::comp_t comp(static_cast<void*>(&object));
+  lci::barrier_x().comp(comp)();
+  (void)object.wait_for(1);
+  lci::comp_t graph = lci::alloc_graph_x().comp(comp)();
+  const lci::graph_node_t node = lci::graph_add_node(graph, lci::GRAPH_NODE_DUMMY_CB);
+  lci::graph_add_edge(graph, lci::GRAPH_START, node);
+  lci::graph_add_edge(graph, node, lci::GRAPH_END);
+  lci::graph_start(graph);
+  (void)object.wait_for(2);
+  require(lci::graph_test(graph).is_done(), "the graph's round is not done");
+  lci::free_comp(&graph);
+  lci::status_t status;
+  lci::runtime_test::expect_invalid_argument(
+      "sync_test", [&] { (void)lci::sync_test(comp, &status); }, {"another kind"});
+  lci::runtime_test::expect_invalid_argument(
+      "cq_pop", [&] { (void)lci::cq_pop(comp); }, {"another kind"});
+  lci::runtime_test::expect_invalid_argument(
+      "counter_get", [&] { (void)lci::counter_get(comp); }, {"another kind"});
+  lci::g_runtime_fina();
+  require(object.count() == 2, "signalled " + std::to_string(object.count()) + " times");
+}
+
+TEST(UserComp, GraphsCollectivesAndTypedOperations) {
+  lci::sim::sweep_t sweep;
+  sweep.seeds_count = 2;
+  lci::sim::expect_runs_ok(2, sweep, graphs_collectives_and_typed_operations);
+}
+
 // Counts, per rank, the buffers handed back to the user allocator: the
 // runtime frees an active message for an rcomp registered as COMP_NULL.
 class counting_allocator_t : public lci::allocator_base_t {
