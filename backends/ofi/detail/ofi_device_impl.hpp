@@ -258,9 +258,16 @@ class ofi_device_impl_t final : public ofi_device_t {
   fid_av* av_ = nullptr;
   std::vector<char> name_;
 
-  // The endpoint try-lock: every post and poll. Its own cache line: all
-  // posting and polling threads of the device contend on it.
+  // The endpoint lock: every post and poll (and, with net_lock_mr, every
+  // registration). Its own cache line: all posting and polling threads of
+  // the device contend on it.
   alignas(util::cache_line_bytes) util::spinlock_t lock_;
+  // The requested lock_mode (backend.hpp, net_lock_*), 0 resolved to the
+  // default: sends, receives and polls try lock_; the calls whose bit is
+  // clear wait for it.
+  const std::uint64_t lock_mode_;
+  bool waits_for_lock(std::uint64_t bit) const { return (lock_mode_ & bit) == 0; }
+  bool locks_registration() const { return (lock_mode_ & backend::net_lock_mr) != 0; }
   op_table_t ops_;                      // under lock_
   // under lock_: rank -> 0 alive, dead_found (not yet reported), dead_reported.
   std::vector<unsigned char> dead_;
