@@ -33,7 +33,7 @@ constexpr std::uint64_t fault_verdict_delay_ns = 100'000'000;
 std::size_t ofi_device_impl_t::poll_comp(net_status_t* statuses, std::size_t statuses_max) {
   if (statuses_max == 0) return 0;
   LCI_ASSERT(statuses != nullptr, "poll_comp: statuses is null");
-  util::chosen_lock_guard_t guard(lock_, waits_for_lock(backend::net_lock_try_poll), 0);
+  util::try_lock_guard_t guard(lock_, 0, waits_for_lock(backend::net_lock_try_poll));
   if (!guard.owns_lock()) return 0;
   // The common poll finds nothing deferred, settled or dead: a load each.
   if (ops_.deferred_count() != 0) retry_deferred_locked();

@@ -21,6 +21,15 @@ using lci::runtime_test::require;
 
 std::string text(std::size_t value) { return std::to_string(value); }
 
+// Runs `body` as one rank, once. Not beside other runs: set_g_default_attr
+// is process-wide.
+void run_alone(void (*body)(lci::sim::rank_env_t&)) {
+  lci::sim::sweep_t sweep;
+  sweep.seeds_count = 1;
+  sweep.concurrent = false;
+  lci::sim::expect_runs_ok(1, sweep, body);
+}
+
 // The defaults reported are those a runtime's default resources get.
 void reported_defaults_are_real(lci::sim::rank_env_t&) {
   const lci::global_attr_t reported = lci::get_g_default_attr();
@@ -47,11 +56,7 @@ void reported_defaults_are_real(lci::sim::rank_env_t&) {
   lci::g_runtime_fina();
 }
 
-TEST(ClientAttrs, GetGDefaultAttrReportsRealValues) {
-  lci::sim::sweep_t sweep;
-  sweep.seeds_count = 1;
-  lci::sim::expect_runs_ok(1, sweep, reported_defaults_are_real);
-}
+TEST(ClientAttrs, GetGDefaultAttrReportsRealValues) { run_alone(reported_defaults_are_real); }
 
 // HPX's and Reconverse's sizing: read the defaults, keep the pool at least
 // twice the receives of all devices, set them back. Values set are honoured;
@@ -83,12 +88,7 @@ void sizing_is_honoured(lci::sim::rank_env_t&) {
   require(lci::get_g_default_attr().npackets == before.npackets, "defaults not restored");
 }
 
-TEST(ClientAttrs, SetGDefaultAttrSizingIsHonoured) {
-  lci::sim::sweep_t sweep;
-  sweep.seeds_count = 1;
-  sweep.concurrent = false;  // set_g_default_attr is process-wide
-  lci::sim::expect_runs_ok(1, sweep, sizing_is_honoured);
-}
+TEST(ClientAttrs, SetGDefaultAttrSizingIsHonoured) { run_alone(sizing_is_honoured); }
 
 // Every attribute the clients set, as they set it, honoured: Reconverse's
 // set_g_default_attr (npackets, net_max_recvs, ofi_lock_mode with the three
@@ -138,12 +138,7 @@ void every_client_set_attribute(lci::sim::rank_env_t&) {
   lci::set_g_default_attr(before);
 }
 
-TEST(ClientAttrs, EveryClientSetAttributeIsHonoured) {
-  lci::sim::sweep_t sweep;
-  sweep.seeds_count = 1;
-  sweep.concurrent = false;  // set_g_default_attr is process-wide
-  lci::sim::expect_runs_ok(1, sweep, every_client_set_attribute);
-}
+TEST(ClientAttrs, EveryClientSetAttributeIsHonoured) { run_alone(every_client_set_attribute); }
 
 // A tag above max_tag is masked to its low bits (upstream's behaviour;
 // runtimes count tags up without wrapping): a send with such a tag matches
@@ -180,10 +175,6 @@ void tags_are_masked(lci::sim::rank_env_t&) {
   lci::g_runtime_fina();
 }
 
-TEST(ClientAttrs, TagsAboveMaxTagAreMasked) {
-  lci::sim::sweep_t sweep;
-  sweep.seeds_count = 1;
-  lci::sim::expect_runs_ok(1, sweep, tags_are_masked);
-}
+TEST(ClientAttrs, TagsAboveMaxTagAreMasked) { run_alone(tags_are_masked); }
 
 }  // namespace

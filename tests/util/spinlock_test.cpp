@@ -90,18 +90,18 @@ TEST(Spinlock, TryLockWaitingTakesALockReleasedMeanwhile) {
   EXPECT_FALSE(lock.is_locked());
 }
 
-// A chosen guard told to try gives up on a held lock; told to wait, it
-// takes the lock once its holder lets go, and releases it.
-TEST(TryLock, ChosenGuardTriesOrWaits) {
+// A guard told to try gives up on a held lock; told to wait, it takes the
+// lock once its holder lets go, and releases it.
+TEST(TryLock, GuardTriesOrWaits) {
   lci::util::spinlock_t lock;
   lock.lock();
   {
-    lci::util::chosen_lock_guard_t tried(lock, /*wait=*/false, 1000);
+    lci::util::try_lock_guard_t tried(lock, 1000, /*wait=*/false);
     EXPECT_FALSE(tried.owns_lock());
   }
   std::atomic<bool> taken{false};
   std::thread waiter([&] {
-    lci::util::chosen_lock_guard_t waited(lock, /*wait=*/true, 0);
+    lci::util::try_lock_guard_t waited(lock, 0, /*wait=*/true);
     EXPECT_TRUE(waited.owns_lock());
     taken.store(true, std::memory_order_release);
   });
