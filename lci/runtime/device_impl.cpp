@@ -147,6 +147,11 @@ std::size_t device_pools_t::unexpected_allocated_count() const {
   return allocated_count_;
 }
 
+bool device_pools_t::all_home() const {
+  return requests.taken_count() == 0 && unexpected.taken_count() == 0 &&
+         unexpected_allocated_count() == 0 && deferred_posts.taken_count() == 0;
+}
+
 device_impl_t::device_impl_t(runtime_impl_t* runtime, const attr_device_t& attr,
                              const attr_net_context_t& net_context_attr,
                              packet_pool_impl_t* packet_pool, device_pools_t* pools)

@@ -273,7 +273,25 @@ std::vector<device_impl_t*> runtime_impl_t::devices() {
 void runtime_impl_t::free_device(device_impl_t* device) {
   release_mrs_of(device);
   if (device == default_device_) default_device_ = nullptr;
+  device_pools_t* const pools = device->pools();
   erase_live(devices_, device, "free_device: device");
+  // Nothing takes from the pools now; a record still out (a message in a
+  // shared matching engine, a request a crash failed) keeps them.
+  if (!pools->all_home()) return;
+  std::unique_ptr<device_pools_t> owned;
+  {
+    util::spinlock_guard_t guard(resources_lock_);
+    auto it = std::find_if(device_pools_.begin(), device_pools_.end(),
+                           [pools](const auto& p) { return p.get() == pools; });
+    LCI_ASSERT(it != device_pools_.end(), "a device's pools not among the runtime's");
+    owned = std::move(*it);
+    device_pools_.erase(it);
+  }
+}
+
+std::size_t runtime_impl_t::device_pools_count() {
+  util::spinlock_guard_t guard(resources_lock_);
+  return device_pools_.size();
 }
 
 void runtime_impl_t::release_mrs_of(const device_impl_t* device) {
