@@ -15,6 +15,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "backends/backend.hpp"
@@ -229,6 +230,18 @@ class ofi_device_impl_t final : public ofi_device_t {
   void note_idle_locked(int rank);
   void note_busy_poll_locked();
   void check_peers_locked();
+  // Under lock_: a receive (`op`, one message) failed with `code`, neither
+  // cancelled nor truncated: shm fails a receive whose sender died while
+  // the message was copied (EIO), and the entry does not name the sender.
+  // The buffer is posted again and every peer is checked; the failure is a
+  // crash when one is found dead now or within recv_failure_verdict_ns
+  // (checked on each poll meanwhile: check_recv_failure_locked), and is
+  // thrown as an error of the receive only if none is.
+  void note_recv_failure_locked(op_t* op, int code);
+  void check_recv_failure_locked();
+  // Under lock_: checks every peer now; true when one is dead (found now
+  // or before).
+  bool any_peer_dead_locked();
   void mark_dead_locked(int rank);
   std::size_t report_dead_locked(backend::net_status_t* statuses, std::size_t statuses_max);
   // Whether enough of the CQ has been read since a peer was last found dead
@@ -278,6 +291,10 @@ class ofi_device_impl_t final : public ofi_device_t {
   // count when a peer was last found dead (dead_report_due_locked()).
   std::uint64_t cq_entries_read_ = 0;
   std::uint64_t cq_entries_read_at_death_ = 0;
+  // under lock_: when an unexplained receive failure was seen (0: none
+  // pending) and what it was (note_recv_failure_locked).
+  std::uint64_t recv_failure_at_ns_ = 0;
+  std::string recv_failure_what_;
   // LCI_OFI_QUIRK_REMOTE_RMA_CONTEXT (ofi_device.cpp); set at construction.
   bool quirk_remote_rma_context_ = false;
   std::vector<unsigned char> checked_;  // under lock_: scratch of check_peers_locked
