@@ -163,6 +163,15 @@ struct net_ibv_attr_t {
 
 // Capabilities and limits; the protocol layer reads these instead of naming
 // a transport.
+// Bits of net_device_attr_t::lock_mode: the values of the API's
+// attr_net_lock_mode_t (upstream's ofi_lock_mode flags; the runtime
+// static_asserts that they agree).
+inline constexpr std::uint64_t net_lock_try_send = 1;  // posts of sends, puts, gets
+inline constexpr std::uint64_t net_lock_try_recv = 2;  // posts of receives
+inline constexpr std::uint64_t net_lock_try_poll = 4;  // poll_comp
+inline constexpr std::uint64_t net_lock_mr = 8;        // registration takes the lock too
+inline constexpr std::uint64_t net_lock_mode_max = 15;
+
 struct net_device_attr_t {
   std::size_t max_msg_size = 0;      // largest send/put/get payload
   std::size_t inject_size_max = 0;   // largest post_sends/post_puts payload
@@ -197,6 +206,11 @@ struct net_device_attr_t {
   // one is sure to take. Requested: the caller's largest message (0: the
   // device's default); resolved: the value in force.
   std::size_t multi_recv_min_free = 0;
+  // Requested only: which calls try the device's lock (busy: retry_lock, or
+  // a poll of nothing) and which wait for it (net_lock_* bits; 0: the
+  // backend's default). Read by the ofi backend; the others have no such
+  // lock and ignore it.
+  std::uint64_t lock_mode = 0;
   // Requested only (see net_ibv_attr_t); the resolved attr repeats what the
   // device applied (an ibv device without on-demand paging resolves odp and
   // prefetch to none).
@@ -296,6 +310,11 @@ class net_context_t {
       const net_device_attr_t& requested) = 0;
   // Whether its devices act on net_device_attr_t::ibv (a verbs backend).
   virtual bool reads_ibv_attr() const { return false; }
+  // What a device asks for when a request leaves net_max_sends,
+  // net_max_recvs and net_max_cqes 0 (the rest of the result is 0): the
+  // runtime reports them as the defaults (get_g_default_attr). 0s: the
+  // backend does not say.
+  virtual net_device_attr_t device_defaults() const { return {}; }
   // Whether this network's devices have put-with-immediate (every device's
   // net_device_attr_t::supports_put_imm equals it); read before any device
   // exists, to resolve the runtime's rdv_protocol.

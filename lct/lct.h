@@ -9,10 +9,10 @@
  *
  * Lifetime: LCT_init() before anything that logs through
  * LCT_log_ctx_default, LCT_fina() after; both may be called several times
- * (LCI's runtime calls them too): the last LCT_fina() frees the default log
- * context. The other objects (log contexts, queues, parsers, barriers,
- * counter contexts) are independent of LCT_init and owned by their caller
- * from *_alloc to *_free.
+ * (a runtime and the program above it each may): the last LCT_fina() frees
+ * the default log context. The other objects (log contexts, queues,
+ * parsers, barriers, counter contexts) are independent of LCT_init and
+ * owned by their caller from *_alloc to *_free.
  *
  * Errors: a misuse that the C API cannot return (a full bounded queue, an
  * unknown command-line option, an out-of-range counter handle) is fatal: a
@@ -37,7 +37,7 @@ extern "C" {
 #define LCT_unlikely(x) __builtin_expect(!!(x), 0)
 
 /* ---- Initialization -------------------------------------------------------
- * Reference counted: the first LCT_init() sets LCT_hostname and allocates
+ * Reference counted: the first LCT_init() allocates
  * LCT_log_ctx_default from LCT_LOG_LEVEL / LCT_LOG_OUTFILE /
  * LCT_LOG_WHITELIST / LCT_LOG_BLACKLIST; the matching last LCT_fina() frees
  * it. Thread safety: may be called from any thread; a log through the
@@ -51,10 +51,12 @@ extern int LCT_rank;
 LCT_API void LCT_set_rank(int rank);
 LCT_API int LCT_get_rank(void);
 
+/* Linux's value (<limits.h> defines it outside strict ISO C modes); the
+ * library is built with it. */
 #ifndef HOST_NAME_MAX
-#define HOST_NAME_MAX _POSIX_HOST_NAME_MAX
+#define HOST_NAME_MAX 64
 #endif
-/* Set by the first LCT_init(); empty before. */
+/* Set by the first LCT_init() or LCT_log_ctx_alloc(); empty before. */
 extern char LCT_hostname[HOST_NAME_MAX + 1];
 
 /* ---- Time -------------------------------------------------------------------

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "lct/lct.h"
-#include "lct/lct_fatal.hpp"
+#include "lct/lct_internal.hpp"
 
 namespace {
 

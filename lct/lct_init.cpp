@@ -9,7 +9,9 @@
 #include <mutex>
 
 #include "lct/lct.h"
-#include "lct/lct_fatal.hpp"
+#include "lct/lct_internal.hpp"
+
+static_assert(HOST_NAME_MAX == 64, "lct.h's fallback for strict C programs is this value");
 
 int LCT_rank = -1;
 char LCT_hostname[HOST_NAME_MAX + 1] = "";
@@ -21,17 +23,31 @@ namespace {
 std::mutex init_mutex;
 int init_count = 0;
 
+// Guards hostname_set (LCT_init holds init_mutex while it makes a context,
+// which sets the host name).
+std::mutex hostname_mutex;
+bool hostname_set = false;
+
 std::atomic<int> threads_count{0};
 thread_local int thread_id = -1;
 
 }  // namespace
 
+namespace lct {
+
+void set_hostname_once() {
+  std::lock_guard<std::mutex> guard(hostname_mutex);
+  if (hostname_set) return;
+  hostname_set = true;
+  if (gethostname(LCT_hostname, sizeof(LCT_hostname)) != 0) LCT_hostname[0] = '\0';
+  LCT_hostname[HOST_NAME_MAX] = '\0';  // gethostname may not terminate
+}
+
+}  // namespace lct
+
 void LCT_init(void) {
   std::lock_guard<std::mutex> guard(init_mutex);
   if (init_count++ > 0) return;
-  if (gethostname(LCT_hostname, sizeof(LCT_hostname)) != 0)
-    LCT_hostname[0] = '\0';
-  LCT_hostname[HOST_NAME_MAX] = '\0';  // gethostname may not terminate
   static const char* const level_names[] = {"error", "warn",  "diag",
                                             "info",  "debug", "trace"};
   static_assert(sizeof(level_names) / sizeof(level_names[0]) == LCT_LOG_MAX,

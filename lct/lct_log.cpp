@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "lct/lct.h"
+#include "lct/lct_internal.hpp"
 
 namespace {
 
@@ -89,6 +90,7 @@ LCT_log_ctx_t LCT_log_ctx_alloc(const char* const log_levels_[], int count,
                                 int default_log_level, const char* ctx_name,
                                 char* filename, char* log_level_str,
                                 char* whitelist, char* blacklist) {
+  lct::set_hostname_once();
   auto* ctx = new log_ctx_t;
   ctx->name = ctx_name != nullptr ? ctx_name : "";
   for (int i = 0; i < count; ++i)

@@ -10,7 +10,7 @@
 #include "lci/cq/cq_faa_array.hpp"
 #include "lci/cq/cq_lcrq.hpp"
 #include "lct/lct.h"
-#include "lct/lct_fatal.hpp"
+#include "lct/lct_internal.hpp"
 
 struct LCT_queue_opaque_t {
   virtual ~LCT_queue_opaque_t() = default;

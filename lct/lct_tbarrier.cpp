@@ -10,7 +10,7 @@
 #include <thread>
 
 #include "lct/lct.h"
-#include "lct/lct_fatal.hpp"
+#include "lct/lct_internal.hpp"
 
 namespace {
 

@@ -30,6 +30,15 @@ sim_context_t::sim_context_t(world_t& world, int rank) : world_(world), rank_(ra
   LCI_ASSERT(rank < world.ranks_count(), "rank beyond the world");
 }
 
+backend::net_device_attr_t sim_context_t::device_defaults() const {
+  const world_options_t& options = world_.options();
+  backend::net_device_attr_t attr;
+  attr.net_max_sends = options.net_max_sends;
+  attr.net_max_recvs = options.net_max_recvs;
+  attr.net_max_cqes = options.net_max_cqes;
+  return attr;
+}
+
 std::unique_ptr<backend::net_device_t> sim_context_t::alloc_device(
     const backend::net_device_attr_t& requested) {
   scheduler_t::wait("net alloc_device");  // a scheduling point, outside the lock

@@ -33,6 +33,8 @@ class sim_context_t final : public backend::net_context_t {
   std::unique_ptr<backend::net_device_t> alloc_device(
       const backend::net_device_attr_t& requested) override;
   bool supports_put_imm() const override { return true; }
+  // The world's queue depths (alloc_device takes them for a request of 0).
+  backend::net_device_attr_t device_defaults() const override;
   world_t& world() const { return world_; }
 
  private:

@@ -20,7 +20,6 @@
 #include "backends/backend.hpp"
 #include "lci/runtime/host.hpp"
 #include "sim/sim_harness.hpp"
-#include "sim/sim_world.hpp"
 
 namespace lci::sim {
 
@@ -45,11 +44,6 @@ class rank_host_t final : public lci::detail::host_t {
   static rank_host_t* current();
   unsigned& dispatch_depth() override;
   void note_progress() override;
-  // The world's (sim_context_t::alloc_device takes them for a request of 0).
-  lci::detail::device_depths_t device_depths() const override {
-    const world_options_t& options = world_.options();
-    return {options.net_max_sends, options.net_max_recvs, options.net_max_cqes};
-  }
   // Counts, and yields nothing (host.hpp): a yield here would change every
   // seed's schedule. Tests read the count (tests/progress).
   void yield_when_idle() override { idle_yields_.fetch_add(1, std::memory_order_relaxed); }

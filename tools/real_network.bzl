@@ -91,3 +91,44 @@ def real_network_tests(
             env = env,
             tags = ["real_network"] + tags + (["exclusive"] if provider == "shm" else []),
         )
+
+def repeated_runs_tests(
+        name,
+        program,
+        checks,
+        ranks,
+        repeats,
+        repeats_manual,
+        providers = ["shm", "tcp"],
+        **kwargs):
+    """Per provider, one program run repeated as separate launches.
+
+    `<name>_ofi_<provider>_<ranks>_test` runs `program` `repeats` times in a
+    row (each a job of its own under lcirun, each held to `checks`, which
+    include the program's own --arg ones), for CI;
+    `<name>_<repeats_manual>_ofi_<provider>_<ranks>_test`, tagged manual
+    and sized large, runs it `repeats_manual` times, for a sweep by hand.
+
+    Args:
+      name: prefix of the test names.
+      program: label of the binary.
+      checks: program_test.sh arguments of one run.
+      ranks: ranks of each run.
+      repeats: runs of the CI test.
+      repeats_manual: runs of the manual test.
+      providers: keys of PROVIDERS.
+      **kwargs: further real_network_tests arguments (grace_s, timeout_s).
+    """
+    for provider in providers:
+        for test_name, count, size, tags in [
+            (name, repeats, "medium", []),
+            ("%s_%d" % (name, repeats_manual), repeats_manual, "large", ["manual"]),
+        ]:
+            real_network_tests(
+                name = test_name,
+                program = program,
+                runs = [(provider, ranks, checks + (["--then"] + checks) * (count - 1))],
+                size = size,
+                tags = tags,
+                **kwargs
+            )

@@ -88,6 +88,14 @@ ibv_context_t::~ibv_context_t() {
   LCI_ASSERT(error == 0, "close_device failed: a device of this context is still open");
 }
 
+backend::net_device_attr_t ibv_context_t::device_defaults() const {
+  backend::net_device_attr_t attr;
+  attr.net_max_sends = sends_default;
+  attr.net_max_recvs = recvs_default;
+  attr.net_max_cqes = sends_default + recvs_default;
+  return attr;
+}
+
 std::unique_ptr<backend::net_device_t> ibv_context_t::alloc_device(
     const backend::net_device_attr_t& requested) {
   return std::make_unique<ibv_device_t>(*this, requested);

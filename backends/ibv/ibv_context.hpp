@@ -66,6 +66,8 @@ class ibv_context_t final : public backend::net_context_t {
   bool reads_ibv_attr() const override { return true; }
   // RDMA write with immediate is part of every verbs device.
   bool supports_put_imm() const override { return true; }
+  // ibv_device.hpp's sends_default and recvs_default (its CQ holds both).
+  backend::net_device_attr_t device_defaults() const override;
 
   verbs_t& verbs() const { return verbs_; }
   ibv_context* context() const { return context_; }

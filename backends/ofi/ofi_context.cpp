@@ -212,6 +212,14 @@ ofi_context_t::ofi_context_t(bootstrap::bootstrap_t& bootstrap,
   fabric_.reset(fabric);
 }
 
+backend::net_device_attr_t ofi_context_t::device_defaults() const {
+  backend::net_device_attr_t attr;
+  attr.net_max_sends = net_max_sends_default;
+  attr.net_max_recvs = net_max_recvs_default;
+  attr.net_max_cqes = net_max_cqes_default;
+  return attr;
+}
+
 std::unique_ptr<backend::net_device_t> ofi_context_t::alloc_device(
     const backend::net_device_attr_t& requested) {
   util::try_lock_guard_t guard(alloc_lock_);

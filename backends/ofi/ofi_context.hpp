@@ -80,6 +80,8 @@ class ofi_context_t final : public backend::net_context_t {
   std::unique_ptr<backend::net_device_t> alloc_device(
       const backend::net_device_attr_t& requested) override;
   bool supports_put_imm() const override { return put_imm_capable(info_.get()); }
+  // ofi_device.hpp's net_max_*_default.
+  backend::net_device_attr_t device_defaults() const override;
 
   // The provider in use, as libfabric names it ("shm", "tcp;ofi_rxm").
   const std::string& provider_name() const { return provider_name_; }

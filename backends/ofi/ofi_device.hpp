@@ -4,11 +4,15 @@
 // maps onto libfabric, the emulated put-with-immediate, multi-receive
 // buffers, liveness checks and faults: docs/backends/ofi.md.
 //
-// Thread safety: every method from any thread. Posts and poll_comp try-lock
-//                the endpoint (busy: retry_lock, or 0 completions);
-//                registration runs outside it, on the provider's lock.
-// Blocking:      posts and poll_comp never; register/deregister may wait on
-//                the provider's registration lock.
+// Thread safety: every method from any thread. Posts and poll_comp take
+//                the endpoint lock as the requested lock_mode says: tried
+//                (busy: retry_lock, or 0 completions; the default for all
+//                of them) or waited for; registration runs outside it, on
+//                the provider's lock, unless lock_mode has net_lock_mr.
+// Blocking:      posts and poll_comp never, except those lock_mode makes
+//                wait for the lock (bounded by its holder's critical
+//                section); register/deregister may wait on the provider's
+//                registration lock (and the endpoint lock with net_lock_mr).
 // Ownership:     as backends/backend.hpp: a posted buffer is libfabric's
 //                until its completion is polled (a multi-receive buffer:
 //                until the completion that releases it).
@@ -27,6 +31,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <vector>
 
@@ -42,6 +47,10 @@ namespace lci::backends::ofi {
 inline constexpr std::size_t net_max_sends_default = 256;
 inline constexpr std::size_t net_max_recvs_default = 256;
 inline constexpr std::size_t net_max_cqes_default = 1024;
+// lock_mode when the request leaves it 0: sends, receives and polls try the
+// endpoint lock, so that contention is a retry (paper §4.2.2).
+inline constexpr std::uint64_t lock_mode_default =
+    backend::net_lock_try_send | backend::net_lock_try_recv | backend::net_lock_try_poll;
 // multi_recv_min_free when the request leaves it 0: the runtime's default
 // packet size (8 KiB).
 inline constexpr std::size_t multi_recv_min_free_default = 8192;

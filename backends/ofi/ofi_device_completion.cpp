@@ -33,10 +33,11 @@ constexpr std::uint64_t fault_verdict_delay_ns = 100'000'000;
 std::size_t ofi_device_impl_t::poll_comp(net_status_t* statuses, std::size_t statuses_max) {
   if (statuses_max == 0) return 0;
   LCI_ASSERT(statuses != nullptr, "poll_comp: statuses is null");
-  util::try_lock_guard_t guard(lock_);
+  util::try_lock_guard_t guard(lock_, 0, waits_for_lock(backend::net_lock_try_poll));
   if (!guard.owns_lock()) return 0;
   // The common poll finds nothing deferred, settled or dead: a load each.
   if (ops_.deferred_count() != 0) retry_deferred_locked();
+  if (recv_failure_at_ns_ != 0) check_recv_failure_locked();
   std::size_t count = ops_.has_settled() ? report_settled_locked(statuses, statuses_max) : 0;
   // A dead peer is reported only after what it sent before it exited (the
   // last rounds of the barrier a leaving rank runs, runtime_impl.hpp) is
@@ -253,14 +254,18 @@ bool ofi_device_impl_t::translate_error_locked(net_status_t* status) {
     repost_recv_locked(op);
     return false;
   }
+  if (op->opcode == net_opcode_t::recv && code != FI_ECANCELED && code != FI_ETRUNC) {
+    note_recv_failure_locked(op, code);
+    return false;
+  }
   if (op->opcode == net_opcode_t::recv) {
     const std::size_t size = op->length;
     ops_.release(op);
     if (code == FI_ECANCELED) return false;  // dropped by the provider; nothing arrived
-    throw std::runtime_error("lci ofi: a receive into a " + std::to_string(size) +
-                             "-byte buffer failed: " +
+    throw std::runtime_error("lci ofi: a message longer than its " + std::to_string(size) +
+                             "-byte receive buffer arrived (" +
                              describe_fi_error("completion", code) +
-                             " (a message longer than the receive buffer is a sender's misuse)");
+                             "): a sender's misuse");
   }
   const bool rma = op->opcode != net_opcode_t::send;
   if (lost_with_connection(*op, code) && may_repost(*op)) {

@@ -22,6 +22,10 @@ namespace {
 // dead_ values beyond 0 (alive).
 constexpr unsigned char dead_found = 1;     // not reported yet
 constexpr unsigned char dead_reported = 2;  // peer_down returned once
+// How long a receive failure that no dead peer explains yet waits for one
+// (note_recv_failure_locked): a process being killed fails the copies from
+// it before /proc shows it exited.
+constexpr std::uint64_t recv_failure_verdict_ns = 1'000'000'000;
 // The first wait before an operation whose connection broke is posted
 // again (doubled each time; at most connection_reposts_max times,
 // ofi_repost_limits.hpp). ofi_rxm notices a broken connection only in its
@@ -142,6 +146,43 @@ void ofi_device_impl_t::note_busy_poll_locked() {
   if (now - busy_check_last_ < peer_check_busy_interval) return;
   busy_check_last_ = now;
   check_peers_locked();
+}
+
+void ofi_device_impl_t::note_recv_failure_locked(op_t* op, int code) {
+  LCI_ASSERT(op->opcode == net_opcode_t::recv, "not a receive");
+  // The buffer stays the network's, as the caller posted it.
+  const std::size_t size = op->length;
+  op->state = op_state_t::taken;
+  repost_recv_locked(op);
+  if (any_peer_dead_locked()) return;
+  if (recv_failure_at_ns_ != 0) return;  // the first one is judged first
+  recv_failure_at_ns_ = steady_now_ns();
+  recv_failure_what_ = "lci ofi: a receive into a " + std::to_string(size) +
+                       "-byte buffer failed and no peer died: " +
+                       describe_fi_error("completion", code);
+}
+
+void ofi_device_impl_t::check_recv_failure_locked() {
+  LCI_ASSERT(recv_failure_at_ns_ != 0, "no receive failure pending");
+  if (any_peer_dead_locked()) {
+    recv_failure_at_ns_ = 0;
+    return;
+  }
+  if (steady_now_ns() - recv_failure_at_ns_ < recv_failure_verdict_ns) return;
+  recv_failure_at_ns_ = 0;
+  throw std::runtime_error(recv_failure_what_);
+}
+
+bool ofi_device_impl_t::any_peer_dead_locked() {
+  bool any = false;
+  for (int rank = 0; rank < rank_n_; ++rank) {
+    if (dead_[rank] == 0 && !peers_.is_alive(rank)) {
+      mark_dead_locked(rank);
+      ops_.fail_posted_to(rank, net_fault_t::peer_crashed);
+    }
+    any = any || dead_[rank] != 0;
+  }
+  return any;
 }
 
 void ofi_device_impl_t::mark_dead_locked(int rank) {

@@ -6,12 +6,14 @@
 #include <rdma/fi_errno.h>
 
 #include <cstdint>
+#include <optional>
 #include <stdexcept>
 #include <string>
 
 #include "backends/ofi/detail/ofi_check.hpp"
 #include "backends/ofi/detail/ofi_device_impl.hpp"
 #include "lci/util/assert.hpp"
+#include "lci/util/spinlock.hpp"
 
 namespace lci::backends::ofi::detail {
 
@@ -29,6 +31,8 @@ error_t ofi_device_impl_t::register_memory(void* address, std::size_t size, net_
                                 ", size " + std::to_string(size) + ")");
   }
   *mr = net_mr_t{};
+  std::optional<util::spinlock_guard_t> guard;  // lock_mode: net_lock_mr
+  if (locks_registration()) guard.emplace(lock_);
   // relaxed: see next_key_.
   const std::uint64_t key = provider_keys_ ? 0 : next_key_.fetch_add(1, util::mo_relaxed);
   const std::uint64_t access =
@@ -56,6 +60,8 @@ void ofi_device_impl_t::deregister_memory(net_mr_t* mr) {
   if (mr == nullptr || mr->is_empty()) {
     throw std::invalid_argument("deregister_memory: not a registration");
   }
+  std::optional<util::spinlock_guard_t> guard;  // lock_mode: net_lock_mr
+  if (locks_registration()) guard.emplace(lock_);
   check_fi("fi_close(mr)", fi_close(&static_cast<fid_mr*>(mr->opaque)->fid));
   registrations_count_.fetch_sub(1, util::mo_relaxed);  // relaxed: a count
   *mr = net_mr_t{};

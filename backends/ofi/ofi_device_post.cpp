@@ -93,7 +93,8 @@ error_t ofi_device_impl_t::finish_post_locked(op_t* op, long rc, const char* cal
 error_t ofi_device_impl_t::post_recv(void* buffer, std::size_t size, net_mr_t mr,
                                 void* user_context) {
   if (buffer == nullptr && size > 0) throw std::invalid_argument("post_recv: buffer is null");
-  util::try_lock_guard_t guard(lock_, post_lock_pauses_max);
+  util::try_lock_guard_t guard(lock_, post_lock_pauses_max,
+                               waits_for_lock(backend::net_lock_try_recv));
   if (!guard.owns_lock()) return errorcode_t::retry_lock;
   op_t* op = alloc_recv_op_locked(buffer, size, user_context, false);
   if (op == nullptr) return errorcode_t::retry_nomem;
@@ -125,7 +126,8 @@ error_t ofi_device_impl_t::post_recv_multi(void* buffer, std::size_t size, void*
                                 " is below multi_recv_min_free (" +
                                 std::to_string(attr_.multi_recv_min_free) + ")");
   }
-  util::try_lock_guard_t guard(lock_, post_lock_pauses_max);
+  util::try_lock_guard_t guard(lock_, post_lock_pauses_max,
+                               waits_for_lock(backend::net_lock_try_recv));
   if (!guard.owns_lock()) return errorcode_t::retry_lock;
   op_t* op = alloc_recv_op_locked(buffer, size, user_context, true);
   if (op == nullptr) return errorcode_t::retry_nomem;
@@ -142,7 +144,8 @@ error_t ofi_device_impl_t::post_recv_multi(void* buffer, std::size_t size, void*
 
 error_t ofi_device_impl_t::post_message(int rank, const void* buffer, std::size_t size, net_mr_t mr,
                                    net_imm_data_t imm_data, void* user_context, bool silent) {
-  util::try_lock_guard_t guard(lock_, post_lock_pauses_max);
+  util::try_lock_guard_t guard(lock_, post_lock_pauses_max,
+                               waits_for_lock(backend::net_lock_try_send));
   if (!guard.owns_lock()) return errorcode_t::retry_lock;
   if (silent && injects_final_ && dead_[rank] == 0) {
     // No op, no completion (see injects_final_): fi_injectdata never
@@ -195,7 +198,8 @@ long ofi_device_impl_t::issue_send_locked(op_t* op) {
 
 error_t ofi_device_impl_t::post_rma(const rma_args_t& args) {
   const bool write = args.opcode == net_opcode_t::write;
-  util::try_lock_guard_t guard(lock_, post_lock_pauses_max);
+  util::try_lock_guard_t guard(lock_, post_lock_pauses_max,
+                               waits_for_lock(backend::net_lock_try_send));
   if (!guard.owns_lock()) return errorcode_t::retry_lock;
   op_t* op = ops_.alloc(op_pool_t::send);
   if (op == nullptr) return errorcode_t::retry_nomem;

@@ -49,10 +49,17 @@ inline constexpr matching_entry_val_t MATCHING_ENTRY_VAL_NULL = nullptr;
 enum class direction_t : std::uint8_t { OUT, IN };
 
 // Upstream's libfabric locking flags, the values of the device attribute
-// ofi_lock_mode (a plain uint64_t, as upstream's). This ofi backend's locking
-// is fixed, so the attribute accepts only its default, 0
-// (lci/runtime/unsupported_attrs.cpp); the flags exist so that programs
-// naming them compile.
+// ofi_lock_mode (a plain uint64_t, as upstream's): an ofi device guards its
+// endpoint with one lock; the calls whose TRYLOCK flag is set try it (a
+// post finding it held returns retry_lock, a poll reports nothing), the
+// others wait for it; LCI_NET_LOCK_MR makes registration take it (waiting)
+// too. 0 is the default: sends, receives and polls try the lock, which is
+// LCI_NET_TRYLOCK_SEND | LCI_NET_TRYLOCK_RECV | LCI_NET_TRYLOCK_POLL
+// (upstream's 0 leaves the locking to libfabric; this device's lock also
+// guards its own bookkeeping, so one is always taken). The simulator and
+// the verbs backend lock otherwise and ignore it. Values from
+// LCI_NET_TRYLOCK_MAX on are refused (std::invalid_argument at
+// alloc_device).
 enum attr_net_lock_mode_t {
   LCI_NET_TRYLOCK_SEND = 1,
   LCI_NET_TRYLOCK_RECV = 1 << 1,

@@ -50,15 +50,37 @@ status_t run_barrier(runtime_impl_t& rt, device_impl_t& device,
   return collective::run_blocking(call, barrier_schedule(rt.rank_me(), rt.rank_n()));
 }
 
+namespace {
+
+// The device leave_runtime() runs its barrier on when the runtime has no
+// default device (runtimes built on LCI start it without one and bring
+// their own). Every rank allocates it at the same place of its device
+// order (leaving is collective, and devices pair by allocation order,
+// backends/backend.hpp), so the ranks' leaving devices talk to each other.
+// The runtime's teardown frees it with the rest.
+device_impl_t& leaving_device(runtime_impl_t& rt) {
+  LCI_ASSERT(rt.default_packet_pool() != nullptr, "a leaving device needs the default pool");
+  device_impl_t* device =
+      rt.alloc_device(get_default_attr_device(), nullptr, rt.default_packet_pool());
+  LCI_ASSERT(!device->raw(), "the leaving device must carry protocol messages");
+  return *device;
+}
+
+}  // namespace
+
 void leave_runtime(runtime_impl_t& rt) {
   rt.mark_leaving();
   device_impl_t* device = rt.default_device();
-  // A raw default device carries no protocol message: its program
-  // synchronises its own leaving (docs/api_compat.md, "Raw network layer").
-  if (rt.rank_n() == 1 || device == nullptr || device->raw()) return;
+  // Without a default packet pool (the default device, if any, is then
+  // raw) the program uses the raw network layer, which carries no protocol
+  // message: it synchronises its own leaving (docs/api_compat.md, "Raw
+  // network layer").
+  if (rt.rank_n() == 1 || rt.default_packet_pool() == nullptr) return;
+  LCI_ASSERT(device == nullptr || !device->raw(), "a raw default device beside a default pool");
   for (int rank = 0; rank < rt.rank_n(); ++rank) {
     if (rt.is_peer_dead(rank)) return;
   }
+  if (device == nullptr) device = &leaving_device(rt);
   const status_t status = run_barrier(rt, *device, rt.collective_matching_engine());
   if (status.error == errorcode_t::fatal) {
     throw peer_failure_error(status.rank, "lci: rank " + std::to_string(status.rank) +

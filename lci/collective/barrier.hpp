@@ -24,13 +24,15 @@ status_t run_barrier(runtime_impl_t& rt, device_impl_t& device,
 
 // Leaving (docs/design/runtime.md, "Leaving"). Collective, right before
 // the runtime's destruction (free_runtime, g_runtime_fina): a barrier on
-// the default device, so that no rank exits while a peer may still
-// progress and take the exit for a crash. From this call on, a peer's death
-// is no longer thrown by progress (runtime_impl_t::mark_leaving); a peer
-// that crashed before it entered the barrier is thrown here
-// (std::runtime_error naming it). No barrier with one rank, without a
-// default device or with a raw one (it carries no protocol message), or
-// with a peer known dead (it could not complete).
+// the default device, or without one on a device allocated for it (every
+// rank allocates it at the same place of its device order; the teardown
+// frees it), so that no rank exits while a peer may still progress and
+// take the exit for a crash. From this call on, a peer's death is no
+// longer thrown by progress (runtime_impl_t::mark_leaving); a peer that
+// crashed before it entered the barrier is thrown here
+// (peer_failure_error naming it). No barrier with one rank, without a
+// default packet pool (a raw-network program: its devices carry no
+// protocol message), or with a peer known dead (it could not complete).
 // Blocking: until every rank has called it (or a crash is found).
 void leave_runtime(runtime_impl_t& rt);
 

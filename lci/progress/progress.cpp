@@ -157,6 +157,16 @@ void dispatch_arrival(device_impl_t& device, const backend::net_status_t& status
   }
 }
 
+// A completion (normal or faulted) of an operation the device posted with a
+// request as its user_context (device_impl_t::note_network_post). An
+// injected post's fault has opcode send or write too, but no request.
+bool ends_network_post(const backend::net_status_t& status) {
+  const bool local = status.opcode == backend::net_opcode_t::send ||
+                     status.opcode == backend::net_opcode_t::write ||
+                     status.opcode == backend::net_opcode_t::read;
+  return local && status.user_context != nullptr;
+}
+
 // A completion of a receive the device pre-posted with a packet: counted
 // by progress_device (device_impl_t::note_receives_consumed) for the batch.
 bool takes_posted_packet(const backend::net_status_t& status) {
@@ -284,11 +294,13 @@ error_t progress_device(device_impl_t& device) {
   const std::size_t polled = device.net().poll_comp(statuses, poll_batch_max);
   std::exception_ptr first_error;
   std::size_t packets_consumed = 0;
+  std::size_t posts_ended = 0;
   for (std::size_t i = 0; i < polled; ++i) {
     if (takes_posted_packet(statuses[i])) {
       device.note_receive_taken(statuses[i].buffer);
       ++packets_consumed;
     }
+    if (ends_network_post(statuses[i])) ++posts_ended;
     try {
       dispatch(device, statuses[i]);
     } catch (...) {
@@ -296,6 +308,7 @@ error_t progress_device(device_impl_t& device) {
     }
   }
   device.note_receives_consumed(packets_consumed);
+  device.note_network_completions(posts_ended);
   progressed = device.replenish_receives() || progressed || polled > 0;
   if (first_error) std::rethrow_exception(first_error);
   // Read once per process (LCI_PROGRESS_POLLS_BEFORE_YIELD).
@@ -310,7 +323,8 @@ void drain_before_close(device_impl_t& device) {
   // A network that no longer runs would never take the steps: they are
   // dropped with the device.
   host_t& host = device.runtime()->host();
-  while (device.backlog_steps_left() && host.network_running()) {
+  while ((device.backlog_steps_left() || device.network_posts_left()) &&
+         host.network_running()) {
     try {
       if (progress_device(device).is_retry()) host.idle("device backlog before close");
     } catch (const std::exception&) {

@@ -328,6 +328,7 @@ void start_write(device_impl_t& device, request_t* send, int rank, const rtr_t& 
                                    protocol::make_imm(protocol::msg_type_t::rdv_data, rdv_id),
                                    send)
                  : net.post_put(rank, send->status.buffer, size, send->mr, offset, rmr, send);
+    if (error.is_done() || error.is_posted()) device_ptr->note_network_post();
     // Refused: this step still holds it, to post it again.
     if (!error.is_done() && !error.is_posted()) {
       hand_over(send, request_owner_t::network, request_owner_t::thread);

@@ -16,6 +16,13 @@
 
 namespace lci::detail {
 
+// The API's lock-mode flags are the backend contract's bits.
+static_assert(backend::net_lock_try_send == LCI_NET_TRYLOCK_SEND &&
+              backend::net_lock_try_recv == LCI_NET_TRYLOCK_RECV &&
+              backend::net_lock_try_poll == LCI_NET_TRYLOCK_POLL &&
+              backend::net_lock_mr == LCI_NET_LOCK_MR &&
+              backend::net_lock_mode_max + 1 == LCI_NET_TRYLOCK_MAX);
+
 namespace {
 // Receive regions per device (at most net_max_recvs), and the size of each
 // in packets: 4 x 32 packets is half the memory of the 256 packets a device
@@ -57,6 +64,8 @@ std::unique_ptr<backend::net_device_t> open_net_device(runtime_impl_t* runtime,
   requested.net_max_sends = attr.net_max_sends;
   requested.net_max_recvs = attr.net_max_recvs;
   requested.net_max_cqes = attr.net_max_cqes;
+  // Checked against LCI_NET_TRYLOCK_MAX by check_supported (unsupported_attrs.cpp).
+  requested.lock_mode = attr.ofi_lock_mode;
   // The largest message a pre-posted receive takes is one packet (an eager
   // message with its header; control messages are smaller). A raw device's
   // program posts single receives of its own (net_post_recv).
@@ -146,6 +155,11 @@ std::uint64_t device_pools_t::unexpected_allocated_total() const {
 std::size_t device_pools_t::unexpected_allocated_count() const {
   util::spinlock_guard_t guard(allocated_lock_);
   return allocated_count_;
+}
+
+bool device_pools_t::all_home() const {
+  return requests.taken_count() == 0 && unexpected.taken_count() == 0 &&
+         unexpected_allocated_count() == 0 && deferred_posts.taken_count() == 0;
 }
 
 device_impl_t::device_impl_t(runtime_impl_t* runtime, const attr_device_t& attr,

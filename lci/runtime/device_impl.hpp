@@ -106,6 +106,10 @@ struct device_pools_t {
   // still out.
   std::uint64_t unexpected_allocated_total() const;
   std::size_t unexpected_allocated_count() const;
+  // No record of any pool is out. Only once the device is gone (nothing
+  // takes any more): a record given back meanwhile is pushed onto a free
+  // list the walk started below, so the answer errs towards "out".
+  bool all_home() const;
 
   util::object_pool_t<request_t> requests;
   util::object_pool_t<unexpected_t> unexpected;
@@ -234,6 +238,7 @@ class device_impl_t {
   [[nodiscard]] deferred_post_t* take_deferred_post();
   void give_back(deferred_post_t* post) { pools_->deferred_posts.give_back(post); }
   // Back to the pool each came from (any device may finish them).
+  device_pools_t* pools() const { return pools_; }
   static void give_back(request_t* request) {
     request->device->pools_->requests.give_back(request);
   }
@@ -257,6 +262,33 @@ class device_impl_t {
   bool backlog_steps_left() const {
     // acquire: as in drained().
     return backlog_steps_.load(util::mo_acquire) != 0;
+  }
+
+  // Operations this device posted to the network with a request as their
+  // user_context (sends from packets, puts, gets) whose completion
+  // progress has not dispatched yet. drained() does not see them all: a
+  // memory-semantic send is complete for its poster before the network
+  // hands its packet back. drain_before_close waits for none to be left,
+  // so that a freed device leaves no completion in the network and no
+  // packet out of its pool.
+  // note_network_post: after a post that the network accepted (the
+  // completion may have been dispatched already by another thread: the
+  // count may dip below zero meanwhile, never once posting has stopped).
+  void note_network_post() {
+    // relaxed: a count; drain_before_close runs after every post returned
+    // (free_device's precondition), ordered after it by the caller.
+    network_posts_.fetch_add(1, util::mo_relaxed);
+  }
+  // progress_device: `count` completions of such posts were dispatched.
+  void note_network_completions(std::size_t count) {
+    if (count == 0) return;
+    // release: pairs with the acquire in network_posts_left(), so that a
+    // closer told "none left" sees what their dispatch did.
+    network_posts_.fetch_sub(static_cast<std::int64_t>(count), util::mo_release);
+  }
+  bool network_posts_left() const {
+    // acquire: pairs with the release in note_network_completions().
+    return network_posts_.load(util::mo_acquire) > 0;
   }
 
   // Pre-posted receives: when the network offers multi-receive buffers
@@ -385,6 +417,8 @@ class device_impl_t {
   std::unique_ptr<recv_regions_t> regions_;
   // Requests in flight (in_flight_mark_t); read by drained().
   util::atomic<std::int64_t> in_flight_count_{0};
+  // See note_network_post().
+  util::atomic<std::int64_t> network_posts_{0};
   watch_list_t watch_list_;
   rdv_table_t rdv_table_;
   collective_state_t collective_;

@@ -26,7 +26,7 @@ host_t& current_host() {
 
 namespace {
 
-// Those of the linked backend a real process opens (host_t::device_depths).
+// Those of the linked backend a real process would open, before it does.
 device_depths_t linked_backend_depths() {
   const backend::registry_t& registry = backend::linked_backends();
   if (registry.empty()) return {};
@@ -40,17 +40,24 @@ device_depths_t linked_backend_depths() {
 
 }  // namespace
 
-device_depths_t host_t::device_depths() const { return linked_backend_depths(); }
+device_depths_t host_t::device_depths() {
+  const backend::net_device_attr_t defaults = net_context().device_defaults();
+  return {defaults.net_max_sends, defaults.net_max_recvs, defaults.net_max_cqes};
+}
 
-host_t* simulated_host() {
+host_t* looked_up_host() {
   const host_lookup_fn_t lookup = g_host_lookup.load(util::mo_acquire);  // see g_host_lookup
   return lookup == nullptr ? nullptr : lookup();
 }
 
 device_depths_t linked_device_depths() {
-  // A simulated rank's host is cheap to ask; a real process's would open
-  // the network, which waits for set_g_default_attr's provider and device.
-  const host_t* host = simulated_host();
+  // A looked-up host is cheap to ask, and so is a real process's once its
+  // network is open (the slot is published then); opening it here would
+  // come before set_g_default_attr could name its provider and device.
+  host_t* host = looked_up_host();
+  if (host == nullptr && g_process_runtime_slot.load(util::mo_acquire) != nullptr) {
+    host = &current_host();  // acquire: see g_process_runtime_slot
+  }
   return host != nullptr ? host->device_depths() : linked_backend_depths();
 }
 

@@ -55,9 +55,8 @@ class host_t {
   // torn down after its run ended): teardown then stops waiting for it.
   virtual bool network_running() const { return true; }
   // The queue depths a device of this host asks for when its attributes
-  // leave them 0. By default: those of the linked backend a real process
-  // opens (see linked_device_depths()); the simulator's come from its world.
-  virtual device_depths_t device_depths() const;
+  // leave them 0: its network's (net_context_t::device_defaults).
+  device_depths_t device_depths();
 
   // Set while a runtime of this host allocates a device (see
   // runtime_impl_t::alloc_device). A flag, not a lock: device allocation
@@ -120,16 +119,19 @@ inline util::atomic<runtime_impl_t**> g_process_runtime_slot{nullptr};
 // has no real network backend.
 host_t& current_host();
 
-// The calling thread's simulated rank's host; nullptr in a real process
-// and on a thread outside the simulator's ranks. Opens nothing.
-host_t* simulated_host();
+// The calling thread's host as the installed lookup gives it (a simulated
+// rank's; a test harness's process host); nullptr with no lookup installed
+// (a real process, whose host would open the network) and on a thread
+// outside the lookup's ranks. Opens nothing.
+host_t* looked_up_host();
 
 // The queue depths of a device left to its defaults on the calling thread's
 // host, opening nothing (get_g_default_attr asks before any runtime, when a
-// real process has not chosen its network yet): a simulated rank's host's;
-// in a real process (and on a thread outside the simulator's ranks), those
-// of the linked backend that LCI_ATTR_BACKEND (or set_g_default_attr)
-// names, else of the one tried first. All 0 when no backend is linked.
+// real process has not chosen its network yet): a looked-up host's, or a
+// real process's once its network is open; before that (and on a thread
+// outside a lookup's ranks), those of the linked backend that
+// LCI_ATTR_BACKEND (or set_g_default_attr) names, else of the one the
+// process tries first. All 0 when no backend is linked.
 device_depths_t linked_device_depths();
 
 }  // namespace lci::detail

@@ -312,7 +312,25 @@ std::vector<device_impl_t*> runtime_impl_t::devices() {
 void runtime_impl_t::free_device(device_impl_t* device) {
   release_mrs_of(device);
   if (device == default_device_) default_device_ = nullptr;
+  device_pools_t* const pools = device->pools();
   erase_live(devices_, device, "free_device: device");
+  // Nothing takes from the pools now; a record still out (a message in a
+  // shared matching engine, a request a crash failed) keeps them.
+  if (!pools->all_home()) return;
+  std::unique_ptr<device_pools_t> owned;
+  {
+    util::spinlock_guard_t guard(resources_lock_);
+    auto it = std::find_if(device_pools_.begin(), device_pools_.end(),
+                           [pools](const auto& p) { return p.get() == pools; });
+    LCI_ASSERT(it != device_pools_.end(), "a device's pools not among the runtime's");
+    owned = std::move(*it);
+    device_pools_.erase(it);
+  }
+}
+
+std::size_t runtime_impl_t::device_pools_count() {
+  util::spinlock_guard_t guard(resources_lock_);
+  return device_pools_.size();
 }
 
 void runtime_impl_t::release_mrs_of(const device_impl_t* device) {
@@ -437,7 +455,8 @@ void runtime_impl_t::free_comp(comp_impl_t* comp) {
 std::size_t cq_default_length(bool simulated) { return simulated ? 1024 : 65536; }
 
 zero_attr_defaults_t zero_attr_defaults() {
-  const bool simulated = simulated_host() != nullptr;
+  const host_t* host = looked_up_host();
+  const bool simulated = host != nullptr && host->simulated();
   const sizing_t sizing = sizing_for(simulated);
   return {packet_pool::pool_t::packet_return_threshold_default, sizing.packet_size,
           sizing.npackets, cq_default_length(simulated), linked_device_depths()};

@@ -64,7 +64,12 @@ class runtime_impl_t {
                               packet_pool_impl_t* pool);
   // The caller drains the device first (drain_before_close,
   // lci/progress/progress.hpp), once check_live_device() let it through.
+  // The device's pools go with it when all their records are home (the
+  // usual case after a drain); else they stay until the runtime goes.
   void free_device(device_impl_t* device);
+  // Pools of devices kept (live devices' and freed ones' still lending a
+  // record): what a test of repeated alloc_device/free_device reads.
+  std::size_t device_pools_count();
   // Throws as free_device() does unless `device` is a live device of this
   // runtime.
   void check_live_device(device_impl_t* device);

@@ -92,10 +92,6 @@ const refused_t<attr_device_t> device_refused[] = {
      "no share of the send queue is reserved: runtime-internal messages that find it full wait "
      "in the device's backlog queue",
      changed<&attr_device_t::net_send_reserved_pct>},
-    {"ofi_lock_mode",
-     "the ofi backend's locking is fixed (one try-lock per libfabric endpoint, covering its "
-     "CQ: backends/ofi/ofi_device.hpp)",
-     changed<&attr_device_t::ofi_lock_mode>},
     {"alloc_progress_endpoint",
      "progress polls the device, not an endpoint, so there is no endpoint to reserve for it",
      changed<&attr_device_t::alloc_progress_endpoint>},
@@ -156,6 +152,13 @@ void check_supported(const attr_net_context_t& attr, bool network_reads_ibv, con
 
 void check_supported(const attr_device_t& attr, bool network_reads_ibv, const char* op) {
   check_table(device_refused, attr, op);
+  // Upstream asserts the same bound.
+  if (attr.ofi_lock_mode >= LCI_NET_TRYLOCK_MAX) {
+    throw std::invalid_argument(std::string(op) + ": ofi_lock_mode = " +
+                                std::to_string(attr.ofi_lock_mode) +
+                                ": not a combination of LCI_NET_TRYLOCK_SEND, "
+                                "LCI_NET_TRYLOCK_RECV, LCI_NET_TRYLOCK_POLL and LCI_NET_LOCK_MR");
+  }
   if (!network_reads_ibv) check_table(device_ibv_refused, attr, op);
 }
 

@@ -18,9 +18,6 @@ static_assert(static_cast<int>(level_t::error) == LCT_LOG_ERROR &&
               "level_t follows LCT's default levels");
 
 LCT_log_ctx_t make_context() {
-  // LCT's own state (the host name lines carry); never finalized, as the
-  // context below.
-  LCT_init();
   static const char* const level_names[] = {"error", "warn", "diag", "info", "debug", "trace"};
   return LCT_log_ctx_alloc(level_names, sizeof(level_names) / sizeof(level_names[0]),
                            LCT_LOG_WARN, "lci", std::getenv("LCI_LOG_OUTFILE"),

@@ -5,7 +5,8 @@
 // a hidden spin.
 //
 // Thread safety: as spinlock_t. Blocking: never, unless a guard is given a
-// bounded wait (spinlock_t::try_lock_waiting). Allocation: none.
+// bounded wait (spinlock_t::try_lock_waiting) or told to wait
+// (spinlock_t::lock). Allocation: none.
 #pragma once
 
 #include <cstdint>
@@ -25,6 +26,11 @@ class try_lock_guard_t {
   // Waits up to `pauses_max` PAUSEs for a held lock first.
   try_lock_guard_t(spinlock_t& lock, std::uint32_t pauses_max)
       : lock_(lock), owns_(lock.try_lock_waiting(pauses_max)) {}
+  // With `wait`, waits for the lock instead (always owns it): for
+  // resources whose users choose per kind of call whether contention is a
+  // retry or a wait (the ofi device's ofi_lock_mode).
+  try_lock_guard_t(spinlock_t& lock, std::uint32_t pauses_max, bool wait)
+      : lock_(lock), owns_(wait ? (lock.lock(), true) : lock.try_lock_waiting(pauses_max)) {}
   ~try_lock_guard_t() {
     if (owns_) lock_.unlock();
   }

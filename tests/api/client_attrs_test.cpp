@@ -21,6 +21,15 @@ using lci::runtime_test::require;
 
 std::string text(std::size_t value) { return std::to_string(value); }
 
+// Runs `body` as one rank, once. Not beside other runs: set_g_default_attr
+// is process-wide.
+void run_alone(void (*body)(lci::sim::rank_env_t&)) {
+  lci::sim::sweep_t sweep;
+  sweep.seeds_count = 1;
+  sweep.concurrent = false;
+  lci::sim::expect_runs_ok(1, sweep, body);
+}
+
 // The defaults reported are those a runtime's default resources get.
 void reported_defaults_are_real(lci::sim::rank_env_t&) {
   const lci::global_attr_t reported = lci::get_g_default_attr();
@@ -47,11 +56,7 @@ void reported_defaults_are_real(lci::sim::rank_env_t&) {
   lci::g_runtime_fina();
 }
 
-TEST(ClientAttrs, GetGDefaultAttrReportsRealValues) {
-  lci::sim::sweep_t sweep;
-  sweep.seeds_count = 1;
-  lci::sim::expect_runs_ok(1, sweep, reported_defaults_are_real);
-}
+TEST(ClientAttrs, GetGDefaultAttrReportsRealValues) { run_alone(reported_defaults_are_real); }
 
 // HPX's and Reconverse's sizing: read the defaults, keep the pool at least
 // twice the receives of all devices, set them back. Values set are honoured;
@@ -83,12 +88,57 @@ void sizing_is_honoured(lci::sim::rank_env_t&) {
   require(lci::get_g_default_attr().npackets == before.npackets, "defaults not restored");
 }
 
-TEST(ClientAttrs, SetGDefaultAttrSizingIsHonoured) {
-  lci::sim::sweep_t sweep;
-  sweep.seeds_count = 1;
-  sweep.concurrent = false;  // set_g_default_attr is process-wide
-  lci::sim::expect_runs_ok(1, sweep, sizing_is_honoured);
+TEST(ClientAttrs, SetGDefaultAttrSizingIsHonoured) { run_alone(sizing_is_honoured); }
+
+// Every attribute the clients set, as they set it, honoured: Reconverse's
+// set_g_default_attr (npackets, net_max_recvs, ofi_lock_mode with the three
+// try-lock flags) and g_runtime_init_x().alloc_default_device(false) (LCW's
+// too), devices allocated afterwards; HPX's alloc_cq_x().zero_copy_am(true),
+// whose active messages arrive in their packet. A lock mode past the flags
+// is refused.
+void every_client_set_attribute(lci::sim::rank_env_t&) {
+  const lci::global_attr_t before = lci::get_g_default_attr();
+  lci::global_attr_t attr = before;
+  attr.npackets = before.npackets * 2;
+  attr.net_max_recvs = before.net_max_recvs / 2;
+  attr.ofi_lock_mode = lci::LCI_NET_TRYLOCK_SEND | lci::LCI_NET_TRYLOCK_RECV |
+                       lci::LCI_NET_TRYLOCK_POLL;
+  lci::set_g_default_attr(attr);
+  lci::g_runtime_init_x().alloc_default_device(false)();
+  require(lci::get_g_runtime().get_attr_alloc_default_device() == false, "alloc_default_device");
+  require(lci::get_default_packet_pool().get_attr_npackets() == attr.npackets, "npackets");
+  lci::device_t device = lci::alloc_device();
+  require(device.get_attr_net_max_recvs() == attr.net_max_recvs, "net_max_recvs");
+  require(device.get_attr_ofi_lock_mode() == attr.ofi_lock_mode, "ofi_lock_mode");
+  lci::runtime_test::expect_invalid_argument(
+      "ofi_lock_mode past the flags",
+      [] { (void)lci::alloc_device_x().ofi_lock_mode(lci::LCI_NET_TRYLOCK_MAX)(); },
+      {"ofi_lock_mode = 16"});
+
+  lci::comp_t cq = lci::alloc_cq_x().zero_copy_am(true)();
+  require(cq.get_attr_zero_copy_am(), "zero_copy_am");
+  const lci::rcomp_t rcomp = lci::register_rcomp(cq);
+  char byte = 'z';
+  (void)lci::runtime_test::post_retrying(
+      [&] {
+        return lci::post_am_x(0, &byte, 1, lci::COMP_NULL, rcomp).device(device)();
+      },
+      device);
+  lci::status_t arrived;
+  do {
+    (void)lci::progress_x().device(device)();
+    arrived = lci::cq_pop(cq);
+  } while (arrived.is_retry());
+  require(*static_cast<char*>(arrived.get_buffer()) == 'z', "the active message's byte");
+  lci::put_upacket(arrived.buffer);  // in its packet: zero_copy_am was honoured
+  lci::deregister_rcomp(rcomp);
+  lci::free_comp(&cq);
+  lci::free_device(&device);
+  lci::g_runtime_fina();
+  lci::set_g_default_attr(before);
 }
+
+TEST(ClientAttrs, EveryClientSetAttributeIsHonoured) { run_alone(every_client_set_attribute); }
 
 // A tag above max_tag is masked to its low bits (upstream's behaviour;
 // runtimes count tags up without wrapping): a send with such a tag matches
@@ -125,10 +175,6 @@ void tags_are_masked(lci::sim::rank_env_t&) {
   lci::g_runtime_fina();
 }
 
-TEST(ClientAttrs, TagsAboveMaxTagAreMasked) {
-  lci::sim::sweep_t sweep;
-  sweep.seeds_count = 1;
-  lci::sim::expect_runs_ok(1, sweep, tags_are_masked);
-}
+TEST(ClientAttrs, TagsAboveMaxTagAreMasked) { run_alone(tags_are_masked); }
 
 }  // namespace

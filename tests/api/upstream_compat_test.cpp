@@ -150,14 +150,17 @@ TEST(UpstreamCompat, MatchingPolicyMaxIsRefused) {
   });
 }
 
-// Upstream's lock-mode flags name values of ofi_lock_mode, which accepts
-// only its default here, loudly.
+// Upstream's lock-mode flags name values of ofi_lock_mode: every
+// combination is accepted and kept, LCI_NET_TRYLOCK_MAX is refused.
 TEST(UpstreamCompat, NetLockModeFlags) {
   EXPECT_EQ(lci::LCI_NET_LOCK_ALL, lci::LCI_NET_TRYLOCK_SEND | lci::LCI_NET_TRYLOCK_RECV |
                                        lci::LCI_NET_TRYLOCK_POLL | lci::LCI_NET_LOCK_MR);
   on_one_rank([] {
     lci::g_runtime_init();
-    EXPECT_THROW(lci::alloc_device_x().ofi_lock_mode(lci::LCI_NET_LOCK_ALL)(),
+    lci::device_t all = lci::alloc_device_x().ofi_lock_mode(lci::LCI_NET_LOCK_ALL)();
+    EXPECT_EQ(all.get_attr_ofi_lock_mode(), static_cast<std::uint64_t>(lci::LCI_NET_LOCK_ALL));
+    lci::free_device(&all);
+    EXPECT_THROW(lci::alloc_device_x().ofi_lock_mode(lci::LCI_NET_TRYLOCK_MAX)(),
                  std::invalid_argument);
     lci::g_runtime_fina();
   });

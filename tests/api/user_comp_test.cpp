@@ -48,6 +48,13 @@ class recording_comp_t : public lci::comp_impl_t {
   std::atomic<int> count_{0};
 };
 
+// Runs `body` as two ranks over `seeds_count` seeds.
+void run_two_ranks(void (*body)(lci::sim::rank_env_t&), std::size_t seeds_count) {
+  lci::sim::sweep_t sweep;
+  sweep.seeds_count = seeds_count;
+  lci::sim::expect_runs_ok(2, sweep, body);
+}
+
 void fill(std::vector<char>& buffer, int seed) {
   for (std::size_t i = 0; i < buffer.size(); ++i) buffer[i] = static_cast<char>(seed + i * 3);
 }
@@ -201,10 +208,38 @@ void every_post_kind(lci::sim::rank_env_t& env) {
   require(remote.count() == remote_signals, "a remote completion signalled too often");
 }
 
-TEST(UserComp, EveryPostKindAndPath) {
-  lci::sim::sweep_t sweep;
-  sweep.seeds_count = 3;
-  lci::sim::expect_runs_ok(2, sweep, every_post_kind);
+TEST(UserComp, EveryPostKindAndPath) { run_two_ranks(every_post_kind, 3); }
+
+// A program's object where the runtime switches on the kind of a
+// completion object: as a graph's and a non-blocking barrier's completion
+// object it is signalled once; the typed operations refuse it.
+void graphs_collectives_and_typed_operations(lci::sim::rank_env_t&) {
+  lci::g_runtime_init();
+  recording_comp_t object;
+  const lci::comp_t comp(static_cast<void*>(&object));
+  lci::barrier_x().comp(comp)();
+  (void)object.wait_for(1);
+  lci::comp_t graph = lci::alloc_graph_x().comp(comp)();
+  const lci::graph_node_t node = lci::graph_add_node(graph, lci::GRAPH_NODE_DUMMY_CB);
+  lci::graph_add_edge(graph, lci::GRAPH_START, node);
+  lci::graph_add_edge(graph, node, lci::GRAPH_END);
+  lci::graph_start(graph);
+  (void)object.wait_for(2);
+  require(lci::graph_test(graph).is_done(), "the graph's round is not done");
+  lci::free_comp(&graph);
+  lci::status_t status;
+  lci::runtime_test::expect_invalid_argument(
+      "sync_test", [&] { (void)lci::sync_test(comp, &status); }, {"another kind"});
+  lci::runtime_test::expect_invalid_argument(
+      "cq_pop", [&] { (void)lci::cq_pop(comp); }, {"another kind"});
+  lci::runtime_test::expect_invalid_argument(
+      "counter_get", [&] { (void)lci::counter_get(comp); }, {"another kind"});
+  lci::g_runtime_fina();
+  require(object.count() == 2, "signalled " + std::to_string(object.count()) + " times");
+}
+
+TEST(UserComp, GraphsCollectivesAndTypedOperations) {
+  run_two_ranks(graphs_collectives_and_typed_operations, 2);
 }
 
 // Counts, per rank, the buffers handed back to the user allocator: the
@@ -278,11 +313,7 @@ void no_remote_completion(lci::sim::rank_env_t& env) {
   lci::set_allocator(nullptr);
 }
 
-TEST(UserComp, RegisterRcompOfCompNull) {
-  lci::sim::sweep_t sweep;
-  sweep.seeds_count = 3;
-  lci::sim::expect_runs_ok(2, sweep, no_remote_completion);
-}
+TEST(UserComp, RegisterRcompOfCompNull) { run_two_ranks(no_remote_completion, 3); }
 
 // free_comp needs no runtime: a runtime's completion object freed after
 // g_runtime_fina (runtimes that free them from destructors run after it),
@@ -302,10 +333,6 @@ void free_after_fina(lci::sim::rank_env_t&) {
                                              {"empty"});
 }
 
-TEST(UserComp, FreeCompAfterRuntimeFina) {
-  lci::sim::sweep_t sweep;
-  sweep.seeds_count = 1;
-  lci::sim::expect_runs_ok(2, sweep, free_after_fina);
-}
+TEST(UserComp, FreeCompAfterRuntimeFina) { run_two_ranks(free_after_fina, 1); }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #   hello  (LCI::sim / liblci_sim): 2 ranks on the simulated network, then 3
 #   plain  (LCI::lci / liblci):     without a real network, fails saying so;
 #   tools  (LCI::LCI + LCI::LCT / liblci + liblct): LCT's functions, checked;
+#   tools_c (liblct, from the Makefile only): lct.h from strict C99;
 # and when the installed LCI has libfabric (bazel test --config=ofi), each
 # also as 2 processes under the installed bin/lcirun, and plain alone as
 # one rank.
@@ -115,6 +116,8 @@ mkdir -p "$work/make"
 run "make" env PKG_CONFIG_PATH="$prefix/lib/pkgconfig" \
   make -C "$work/make" -f "$sources/make_project/Makefile" SOURCES="$sources" -j2
 check_all "$work/make"
+run "$work/make/tools_c" timeout 60 "$work/make/tools_c"
+expect_lines '^tools_c: ok$' 1
 if [ "$network" = ofi ]; then
   PKG_CONFIG_PATH="$prefix/lib/pkgconfig" pkg-config --static --libs liblci > "$log"
   grep -q -- -lfabric "$log" ||

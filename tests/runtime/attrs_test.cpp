@@ -84,7 +84,6 @@ TEST(Attrs, EveryRefusedAttributeThrowsWhenSetByCode) {
          [] { lci::alloc_net_context_x().ofi_provider_name("tcp")(); }},
         {"net_send_reserved_pct = 0.5",
          [] { lci::alloc_device_x().net_send_reserved_pct(0.5)(); }},
-        {"ofi_lock_mode = 1", [] { lci::alloc_device_x().ofi_lock_mode(1)(); }},
         {"alloc_progress_endpoint = true",
          [] { lci::alloc_device_x().alloc_progress_endpoint(true)(); }},
         {"use_reg_cache = true", [] { lci::alloc_device_x().use_reg_cache(true)(); }},

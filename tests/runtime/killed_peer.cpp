@@ -7,12 +7,24 @@
 // them in until it has seen kills_after_arrivals active messages, then
 // does raise(SIGKILL) — no cleanup, as a crash would leave it.
 //
-// A survivor prints "rank <r>: error reported: <what>" once progress() or a
-// post throws, and exits 3 when <what> names the victim ("rank <v>"), 1
-// otherwise; it prints "rank <r>: no error naming rank <v> within <s> s"
-// and exits 4 if nothing was thrown within deadline_s (a correctness bound:
-// the runtime must not hang). lcirun then exits with the victim's status,
-// 137 (SIGKILL). The victim never prints.
+// With the argument --random-kill the victim dies at a random moment
+// instead (a thread of its own raises SIGKILL 0 to kill_delay_us_max
+// microseconds after the barrier, whatever the victim is doing): the
+// survivors stream active messages of 256 bytes, 8 KiB and 64 KiB
+// (eager, packet-sized, rendezvous), and the victim answers each with one
+// of its own, so that survivors are receiving from it, too, when it dies.
+//
+// A survivor prints "rank <r>: peer failure of rank <f> reported at <t>
+// ns: <what>" once progress() or a post throws lci::peer_failure_error,
+// and exits 0 when <f> is the victim (so that the launcher's status is
+// the victim's however soon the survivor heard), 1 otherwise; "rank <r>:
+// error reported: <what>" and exits 1 for any other error; "rank <r>: no
+// error naming rank <v> within <s> s" and exits 4 if nothing was thrown within
+// deadline_s (a correctness bound: the runtime must not hang). <t> is the
+// steady clock (CLOCK_MONOTONIC, one for the host), as is the victim's one
+// line in random mode, "rank <v>: killed at <t> ns", printed right before
+// it dies: their difference is how long the survivor took to hear of the
+// death. lcirun then exits with the victim's status, 137 (SIGKILL).
 //
 // A survivor that exits ends its connections, and over tcp a survivor that
 // has not yet noticed the victim's death would notice that first and name
@@ -21,6 +33,7 @@
 // survivor's marker exists (or at the deadline). The markers live in
 // $TEST_TMPDIR, named by the launcher's job token $LCIRUN_JOB; without
 // both (a run by hand), survivors exit at once.
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -28,6 +41,8 @@
 #include <cstring>
 #include <exception>
 #include <fstream>
+#include <iterator>
+#include <random>
 #include <string>
 #include <thread>
 #include <vector>
@@ -38,12 +53,23 @@ namespace {
 
 constexpr int deadline_s = 20;
 constexpr int kills_after_arrivals = 16;
+constexpr long kill_delay_us_max = 300'000;
+// Random mode's message sizes, in turn; answers are capped at
+// answer_bytes_max (a packet's payload: eager from a packet).
+constexpr std::size_t random_message_bytes[] = {256, 8192, 65536};
+constexpr std::size_t answer_bytes_max = 6000;
 constexpr lci::tag_t rmr_tag = 1;
 constexpr lci::tag_t stream_tag = 2;
 constexpr std::size_t window_bytes = 4096;
 constexpr std::size_t message_bytes = 256;
 
 using clock_type = std::chrono::steady_clock;
+
+long long now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             clock_type::now().time_since_epoch())
+      .count();
+}
 
 int victim_of(int rank_n) { return rank_n - 1; }
 
@@ -57,9 +83,23 @@ lci::status_t post_taken(const post_t& post) {
   }
 }
 
-// Sends its window's rmr to every survivor, takes in active messages, and
-// dies after kills_after_arrivals of them.
-[[noreturn]] void victim(int rank_n, lci::comp_t inbox) {
+// Random mode: SIGKILL after a random delay, from a thread of its own.
+void start_killer(int rank_me) {
+  std::random_device entropy;
+  const long delay_us = std::uniform_int_distribution<long>(0, kill_delay_us_max)(entropy);
+  std::thread([rank_me, delay_us] {
+    std::this_thread::sleep_for(std::chrono::microseconds(delay_us));
+    std::printf("rank %d: killed at %lld ns\n", rank_me, now_ns());
+    std::fflush(stdout);
+    std::raise(SIGKILL);
+  }).detach();
+}
+
+// Sends its window's rmr to every survivor, takes in active messages (in
+// random mode answering each), and dies after kills_after_arrivals of them
+// (in random mode, when its killer thread strikes).
+[[noreturn]] void victim(int rank_n, lci::comp_t inbox, lci::rcomp_t inbox_rcomp,
+                         bool random_kill) {
   std::vector<char> window(window_bytes, 0);
   lci::mr_t mr = lci::register_memory(window.data(), window.size());
   lci::rmr_t rmr = lci::get_rmr(mr);
@@ -69,26 +109,48 @@ lci::status_t post_taken(const post_t& post) {
         [&] { return lci::post_send(survivor, &rmr, sizeof(rmr), rmr_tag, lci::COMP_NULL); });
   }
   lci::barrier();  // every survivor has the window (it waits for it first)
+  if (random_kill) start_killer(rank_n - 1);
+  const std::vector<char> answer(answer_bytes_max, 'v');
   int arrivals = 0;
-  while (arrivals < kills_after_arrivals) {
+  while (random_kill || arrivals < kills_after_arrivals) {
     lci::progress();
     const lci::status_t arrived = lci::cq_pop(inbox);
     if (arrived.is_retry()) continue;
     std::free(arrived.buffer);
     ++arrivals;
+    if (!random_kill) continue;
+    const std::size_t size = std::min(arrived.size, answer_bytes_max);
+    (void)post_taken([&] {
+      return lci::post_am(arrived.rank, const_cast<char*>(answer.data()), size, lci::COMP_NULL,
+                          inbox_rcomp);
+    });
   }
   std::raise(SIGKILL);
   std::abort();  // not reached
 }
 
+// Random mode: frees what the victim's answers brought.
+void drain_inbox(lci::comp_t inbox) {
+  for (lci::status_t arrived = lci::cq_pop(inbox); !arrived.is_retry();
+       arrived = lci::cq_pop(inbox)) {
+    std::free(arrived.buffer);
+  }
+}
+
 // One operation of the stream at the victim, waited for with progress();
-// throws what the runtime throws.
+// throws what the runtime throws. Random mode: an active message of the
+// index's size; else in turn an active message, a send, a put.
 void stream_one(int index, int victim_rank, std::vector<char>& payload, lci::comp_t done,
-                lci::rcomp_t inbox_rcomp, lci::rmr_t rmr, clock_type::time_point deadline) {
+                lci::comp_t inbox, lci::rcomp_t inbox_rcomp, lci::rmr_t rmr,
+                clock_type::time_point deadline, bool random_kill) {
+  const std::size_t sizes_count = std::size(random_message_bytes);
+  const std::size_t size =
+      random_kill ? random_message_bytes[static_cast<std::size_t>(index) % sizes_count]
+                  : message_bytes;
   const lci::status_t status = post_taken([&]() -> lci::status_t {
-    switch (index % 3) {
+    switch (random_kill ? 0 : index % 3) {
       case 0:
-        return lci::post_am_x(victim_rank, payload.data(), payload.size(), done, inbox_rcomp)
+        return lci::post_am_x(victim_rank, payload.data(), size, done, inbox_rcomp)
             .comp_semantic(lci::comp_semantic_t::network)();
       case 1:
         return lci::post_send_x(victim_rank, payload.data(), payload.size(), stream_tag, done)
@@ -102,13 +164,15 @@ void stream_one(int index, int victim_rank, std::vector<char>& payload, lci::com
   lci::status_t result;
   while (!lci::sync_test(done, &result)) {
     lci::progress();
+    if (random_kill) drain_inbox(inbox);
     if (clock_type::now() > deadline) return;
   }
 }
 
 // Streams at the victim until the runtime throws or deadline_s passes;
 // returns the exit code (see the top of this file).
-int survivor(int rank_me, int rank_n, lci::rcomp_t inbox_rcomp) {
+int survivor(int rank_me, int rank_n, lci::comp_t inbox, lci::rcomp_t inbox_rcomp,
+             bool random_kill) {
   const int victim_rank = victim_of(rank_n);
   lci::rmr_t rmr;
   lci::comp_t got_rmr = lci::alloc_sync();
@@ -116,18 +180,25 @@ int survivor(int rank_me, int rank_n, lci::rcomp_t inbox_rcomp) {
       [&] { return lci::post_recv(victim_rank, &rmr, sizeof(rmr), rmr_tag, got_rmr); });
   if (status.is_posted()) lci::sync_wait(got_rmr, &status);
   lci::barrier();
-  std::vector<char> payload(message_bytes, static_cast<char>('a' + rank_me));
+  std::vector<char> payload(random_kill ? random_message_bytes[std::size(random_message_bytes) - 1]
+                                        : message_bytes,
+                            static_cast<char>('a' + rank_me));
   lci::comp_t done = lci::alloc_sync();
   const auto deadline = clock_type::now() + std::chrono::seconds(deadline_s);
-  const std::string victim_named = "rank " + std::to_string(victim_rank);
   try {
     for (int index = 0; clock_type::now() <= deadline; ++index) {
-      stream_one(index, victim_rank, payload, done, inbox_rcomp, rmr, deadline);
+      stream_one(index, victim_rank, payload, done, inbox, inbox_rcomp, rmr, deadline,
+                 random_kill);
     }
+  } catch (const lci::peer_failure_error& error) {
+    std::printf("rank %d: peer failure of rank %d reported at %lld ns: %s\n", rank_me,
+                error.failed_rank(), now_ns(), error.what());
+    std::fflush(stdout);
+    return error.failed_rank() == victim_rank ? 0 : 1;
   } catch (const std::exception& error) {
     std::printf("rank %d: error reported: %s\n", rank_me, error.what());
     std::fflush(stdout);
-    return std::strstr(error.what(), victim_named.c_str()) != nullptr ? 3 : 1;
+    return 1;
   }
   std::printf("rank %d: no error naming rank %d within %d s\n", rank_me, victim_rank, deadline_s);
   std::fflush(stdout);
@@ -159,7 +230,8 @@ void wait_for_survivors(int rank_me, int rank_n, clock_type::time_point deadline
 }  // namespace
 
 // Ends without finalizing: the job lost a rank; the launcher ends it.
-int main() {
+int main(int argc, char** argv) {
+  const bool random_kill = argc == 2 && std::strcmp(argv[1], "--random-kill") == 0;
   lci::g_runtime_init();
   const int rank_me = lci::get_rank_me();
   const int rank_n = lci::get_rank_n();
@@ -169,8 +241,8 @@ int main() {
   }
   lci::comp_t inbox = lci::alloc_cq();
   const lci::rcomp_t inbox_rcomp = lci::register_rcomp(inbox);
-  if (rank_me == victim_of(rank_n)) victim(rank_n, inbox);
-  const int code = survivor(rank_me, rank_n, inbox_rcomp);
+  if (rank_me == victim_of(rank_n)) victim(rank_n, inbox, inbox_rcomp, random_kill);
+  const int code = survivor(rank_me, rank_n, inbox, inbox_rcomp, random_kill);
   wait_for_survivors(rank_me, rank_n,
                      clock_type::now() + std::chrono::seconds(deadline_s));
   std::_Exit(code);

@@ -7,6 +7,7 @@
 
 #include <stdexcept>
 #include <string>
+#include <tuple>
 
 #include "lci.hpp"
 #include "sim/sim_harness_gtest.hpp"
@@ -25,36 +26,49 @@ constexpr int late_progress_calls = static_cast<int>(lci::sim::harness_quiet_wai
 // Every rank of a run is a fiber of this process.
 bool g_last_rank_finalizing = false;
 
-void early_leaver_body(lci::sim::rank_env_t& env) {
-  lci::g_runtime_init();
+// Rank 0 and the last rank exchange a message; the last rank then
+// progresses a while before it finalizes, the others finalize at once.
+// With `default_device` false the runtime starts without a default device,
+// as runtimes built on LCI start it, and the exchange runs on a device of
+// the program's own, freed before g_runtime_fina.
+void early_leaver_body(lci::sim::rank_env_t& env, bool default_device) {
+  lci::g_runtime_init_x().alloc_default_device(default_device)();
+  lci::device_t device = default_device ? lci::device_t() : lci::alloc_device();
   const int me = lci::get_rank_me();
   const int last = lci::get_rank_n() - 1;
   if (me == last) g_last_rank_finalizing = false;
   env.barrier();  // the flag is reset before any rank can leave
-  if (me == 0) round_trip(last, 1);
+  if (me == 0) round_trip(last, 1, device);
   if (me == last) {
-    round_trip(0, 1);
-    for (int i = 0; i < late_progress_calls; ++i) (void)lci::progress();
+    round_trip(0, 1, device);
+    for (int i = 0; i < late_progress_calls; ++i) (void)lci::progress_x().device(device)();
     g_last_rank_finalizing = true;
   }
+  if (!default_device) lci::free_device(&device);
   lci::g_runtime_fina();
   require(g_last_rank_finalizing, "g_runtime_fina returned on rank " + std::to_string(me) +
                                       " before the last rank entered it");
 }
 
-class EarlyLeavers : public ::testing::TestWithParam<int> {};
+// (ranks, whether the runtime has a default device)
+class EarlyLeavers : public ::testing::TestWithParam<std::tuple<int, bool>> {};
 
 TEST_P(EarlyLeavers, WaitForTheLastRankInFinalize) {
   LCI_SIM_ONLY("a flag shared by the ranks; real processes: early_leaver.cpp");
+  const auto [ranks, default_device] = GetParam();
   lci::sim::sweep_t sweep;
   sweep.seeds_count = 4;
-  lci::sim::expect_runs_ok(GetParam(), sweep, early_leaver_body);
+  lci::sim::expect_runs_ok(ranks, sweep, [default_device = default_device](lci::sim::rank_env_t& env) {
+    early_leaver_body(env, default_device);
+  });
 }
 
-INSTANTIATE_TEST_SUITE_P(Leaving, EarlyLeavers, ::testing::Values(2, 4),
-                         [](const ::testing::TestParamInfo<int>& info) {
-                           return std::to_string(info.param) + "_ranks";
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    Leaving, EarlyLeavers, ::testing::Combine(::testing::Values(2, 4), ::testing::Bool()),
+    [](const ::testing::TestParamInfo<std::tuple<int, bool>>& info) {
+      return std::to_string(std::get<0>(info.param)) + "_ranks" +
+             (std::get<1>(info.param) ? "" : "_no_default_device");
+    });
 
 constexpr int victim_rank = 2;
 

@@ -7,7 +7,7 @@
 // Blocking:      post_retrying and round_trip progress until done; in a
 //                simulated rank every progress call is a scheduling point.
 // Ownership:     round_trip allocates and frees its own synchronizers.
-// Allocation:    round_trip: two synchronizers.
+// Allocation:    round_trip: two synchronizers and its buffers.
 #pragma once
 
 #include <atomic>
@@ -16,6 +16,7 @@
 #include <stdexcept>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "lci.hpp"
 
@@ -87,22 +88,25 @@ void expect_invalid_argument(const std::string& what, Call&& call,
   expect_throws<std::invalid_argument>(what, std::forward<Call>(call), fragments);
 }
 
-// This rank and `peer` (which calls it too) send each other 64 bytes with
-// `tag` on the global runtime; checks the status and the bytes received.
-inline void round_trip(int peer, tag_t tag) {
+// This rank and `peer` (which calls it too) send each other `size_bytes`
+// bytes with `tag` on the global runtime, on `device` (empty: the default
+// device); checks the status and the bytes received.
+inline void round_trip(int peer, tag_t tag, device_t device = device_t(),
+                       std::size_t size_bytes = 64) {
   const int me = get_rank_me();
-  char out[64];
-  char in[64] = {};
-  std::memset(out, 'a' + me, sizeof(out));
+  std::vector<char> out(size_bytes, static_cast<char>('a' + me));
+  std::vector<char> in(size_bytes, 0);
   comp_t recv_sync = alloc_sync();
   comp_t send_sync = alloc_sync();
-  status_t recv_status = post_retrying([&] { return post_recv(peer, in, sizeof(in), tag, recv_sync); });
-  status_t send_status =
-      post_retrying([&] { return post_send(peer, out, sizeof(out), tag, send_sync); });
-  if (send_status.is_posted()) sync_wait(send_sync, &send_status);
-  if (recv_status.is_posted()) sync_wait(recv_sync, &recv_status);
+  status_t recv_status = post_retrying(
+      [&] { return post_recv_x(peer, in.data(), in.size(), tag, recv_sync).device(device)(); }, device);
+  status_t send_status = post_retrying(
+      [&] { return post_send_x(peer, out.data(), out.size(), tag, send_sync).device(device)(); },
+      device);
+  if (send_status.is_posted()) sync_wait_x(send_sync, &send_status).device(device)();
+  if (recv_status.is_posted()) sync_wait_x(recv_sync, &recv_status).device(device)();
   require(recv_status.is_done() && recv_status.rank == peer && recv_status.tag == tag &&
-              recv_status.size == sizeof(in),
+              recv_status.size == in.size(),
           "round trip with rank " + std::to_string(peer) + ": wrong status");
   for (char c : in) {
     require(c == 'a' + peer, "round trip with rank " + std::to_string(peer) + ": wrong data");

@@ -90,6 +90,32 @@ TEST(Spinlock, TryLockWaitingTakesALockReleasedMeanwhile) {
   EXPECT_FALSE(lock.is_locked());
 }
 
+// A guard told to try gives up on a held lock; told to wait, it takes the
+// lock once its holder lets go, and releases it.
+TEST(TryLock, GuardTriesOrWaits) {
+  lci::util::spinlock_t lock;
+  lock.lock();
+  {
+    lci::util::try_lock_guard_t tried(lock, 1000, /*wait=*/false);
+    EXPECT_FALSE(tried.owns_lock());
+  }
+  std::atomic<bool> taken{false};
+  std::thread waiter([&] {
+    lci::util::try_lock_guard_t waited(lock, 0, /*wait=*/true);
+    EXPECT_TRUE(waited.owns_lock());
+    taken.store(true, std::memory_order_release);
+  });
+  // Most often the waiter is spinning by now (a guard that only tried
+  // would give up); correct either way.
+  std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_FALSE(taken.load(std::memory_order_acquire));
+  lock.unlock();
+  waiter.join();
+  EXPECT_TRUE(taken.load(std::memory_order_acquire));
+  EXPECT_TRUE(lock.try_lock()) << "the waiting guard did not release the lock";
+  lock.unlock();
+}
+
 TEST(TryLock, GuardReleasesOnlyWhatItOwns) {
   spinlock_t lock;
   {

@@ -15,6 +15,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "backends/backend.hpp"
@@ -229,6 +230,18 @@ class ofi_device_impl_t final : public ofi_device_t {
   void note_idle_locked(int rank);
   void note_busy_poll_locked();
   void check_peers_locked();
+  // Under lock_: a receive (`op`, one message) failed with `code`, neither
+  // cancelled nor truncated: shm fails a receive whose sender died while
+  // the message was copied (EIO), and the entry does not name the sender.
+  // The buffer is posted again and every peer is checked; the failure is a
+  // crash when one is found dead now or within recv_failure_verdict_ns
+  // (checked on each poll meanwhile: check_recv_failure_locked), and is
+  // thrown as an error of the receive only if none is.
+  void note_recv_failure_locked(op_t* op, int code);
+  void check_recv_failure_locked();
+  // Under lock_: checks every peer now; true when one is dead (found now
+  // or before).
+  bool any_peer_dead_locked();
   void mark_dead_locked(int rank);
   std::size_t report_dead_locked(backend::net_status_t* statuses, std::size_t statuses_max);
   // Whether enough of the CQ has been read since a peer was last found dead
@@ -258,9 +271,16 @@ class ofi_device_impl_t final : public ofi_device_t {
   fid_av* av_ = nullptr;
   std::vector<char> name_;
 
-  // The endpoint try-lock: every post and poll. Its own cache line: all
-  // posting and polling threads of the device contend on it.
+  // The endpoint lock: every post and poll (and, with net_lock_mr, every
+  // registration). Its own cache line: all posting and polling threads of
+  // the device contend on it.
   alignas(util::cache_line_bytes) util::spinlock_t lock_;
+  // The requested lock_mode (backend.hpp, net_lock_*), 0 resolved to the
+  // default: sends, receives and polls try lock_; the calls whose bit is
+  // clear wait for it.
+  const std::uint64_t lock_mode_;
+  bool waits_for_lock(std::uint64_t bit) const { return (lock_mode_ & bit) == 0; }
+  bool locks_registration() const { return (lock_mode_ & backend::net_lock_mr) != 0; }
   op_table_t ops_;                      // under lock_
   // under lock_: rank -> 0 alive, dead_found (not yet reported), dead_reported.
   std::vector<unsigned char> dead_;
@@ -278,6 +298,10 @@ class ofi_device_impl_t final : public ofi_device_t {
   // count when a peer was last found dead (dead_report_due_locked()).
   std::uint64_t cq_entries_read_ = 0;
   std::uint64_t cq_entries_read_at_death_ = 0;
+  // under lock_: when an unexplained receive failure was seen (0: none
+  // pending) and what it was (note_recv_failure_locked).
+  std::uint64_t recv_failure_at_ns_ = 0;
+  std::string recv_failure_what_;
   // LCI_OFI_QUIRK_REMOTE_RMA_CONTEXT (ofi_device.cpp); set at construction.
   bool quirk_remote_rma_context_ = false;
   std::vector<unsigned char> checked_;  // under lock_: scratch of check_peers_locked

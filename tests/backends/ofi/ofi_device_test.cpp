@@ -274,6 +274,42 @@ TEST_P(OfiDevice, PutImmAndGetOnSelf) {
   }
 }
 
+// Every lock mode (ofi_lock_mode's bits; ofi_device.hpp): registration, a
+// receive, a send and a put to itself complete, whichever calls wait for
+// the endpoint lock and whichever try it, and with registration under it.
+TEST_P(OfiDevice, EveryLockModeRegistersSendsAndPuts) {
+  for (std::uint64_t mode = 0; mode <= backend::net_lock_mode_max; ++mode) {
+    SCOPED_TRACE("lock_mode " + std::to_string(mode));
+    net_device_attr_t requested;
+    requested.lock_mode = mode;
+    const std::unique_ptr<net_device_t> device = context_->alloc_device(requested);
+    std::vector<char> target(64, 'T'), source(64, 'S');
+    net_mr_t target_mr, source_mr;
+    ASSERT_TRUE(device->register_memory(target.data(), target.size(), &target_mr).is_done());
+    ASSERT_TRUE(device->register_memory(source.data(), source.size(), &source_mr).is_done());
+    std::vector<net_status_t> seen;
+    char inbox[16] = {};
+    ASSERT_TRUE(post(*device, [&] {
+      return device->post_recv(inbox, sizeof(inbox), net_mr_t{}, nullptr);
+    }, &seen).is_done());
+    ASSERT_TRUE(post(*device, [&] {
+      return device->post_send(0, source.data(), 8, source_mr, 0, nullptr);
+    }, &seen).is_posted());
+    ASSERT_TRUE(post(*device, [&] {
+      return device->post_put(0, source.data(), 32, source_mr, 16, device->get_rmr(target_mr),
+                              nullptr);
+    }, &seen).is_posted());
+    while (seen.size() < 3) seen.push_back(wait_one(*device));
+    for (const net_status_t& status : seen) {
+      EXPECT_EQ(status.fault, net_fault_t::none) << backend::describe_fault(status);
+    }
+    EXPECT_EQ(std::string(inbox, 8), std::string(8, 'S'));
+    EXPECT_EQ(std::string(target.data() + 16, 32), std::string(32, 'S'));
+    device->deregister_memory(&target_mr);
+    device->deregister_memory(&source_mr);
+  }
+}
+
 // A poll writes at most statuses_max completions, however many wait: here
 // zero-byte puts, settled without a provider operation and reported by the
 // next polls in the order posted.
