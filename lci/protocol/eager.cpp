@@ -269,6 +269,35 @@ status_t drop_message(device_impl_t& device, unexpected_t* message) {
 }
 }  // namespace
 
+namespace {
+// The device a rendezvous receive goes on with: the one its RTS arrived on
+// (device itself when the RTS is matching now), which alone is paired with
+// the sender's device and holds the sender's id in its peer's table. The
+// receive moves there: it is its device's in flight and in its rendezvous
+// table, and its buffer is registered there; a registration the program
+// gave for another device is of no use to that one. Throws
+// std::runtime_error (the receive completed fatal) when that device was
+// freed: nothing can answer the sender then.
+device_impl_t& rendezvous_device(device_impl_t& device, request_t* recv, std::uint32_t ordinal,
+                                 int rank) {
+  device_impl_t* arrival =
+      ordinal == device.ordinal() ? &device : device.runtime()->device_at_ordinal(ordinal);
+  if (arrival == nullptr) {
+    recv->status.size = 0;
+    complete_request(recv, errorcode_t::fatal);
+    throw std::runtime_error("lci: a rendezvous message from rank " + std::to_string(rank) +
+                             " met its receive after the device it arrived on was freed (its "
+                             "sender waits forever)");
+  }
+  if (arrival != recv->device) {
+    LCI_ASSERT(!recv->watched, "a receive moved to another device while watched");
+    recv->device = arrival;
+    recv->mr = backend::net_mr_t{};
+  }
+  return *arrival;
+}
+}  // namespace
+
 status_t match_receive(device_impl_t& device, request_t* recv, unexpected_t* message,
                        bool signal) {
   if (!device.runtime()->unwatch(recv)) return drop_message(device, message);
@@ -280,18 +309,20 @@ status_t match_receive(device_impl_t& device, request_t* recv, unexpected_t* mes
   if (message->is_rts) {
     const rts_t rts = message->rts;
     const int rank = message->rank;
+    const std::uint32_t ordinal = message->device_ordinal;
     give_back_record(message);
+    device_impl_t& rdv_device = rendezvous_device(device, recv, ordinal, rank);
     const std::size_t capacity = recv->capacity;
     if (message_size <= capacity) {
       recv->status.size = message_size;
-      start_rtr(device, recv, rts);
+      start_rtr(rdv_device, recv, rts);
       return status_t(errorcode_t::posted);
     }
     // Truncated zero-copy: no byte moves. The receive finishes now (fatal,
     // size 0), so that nothing touches its buffer after the throw below;
     // the sender hears of it through a refusing RTR.
     recv->status.size = 0;
-    answer_rts(device, rank, rts, rtr_mode_t::refused);
+    answer_rts(rdv_device, rank, rts, rtr_mode_t::refused);
     complete_request(recv, errorcode_t::fatal);
     throw_truncated(message_size, rank, rts.tag, capacity);
   }
@@ -387,6 +418,7 @@ bool handle_eager(device_impl_t& device, arrival_t& arrival, protocol::msg_type_
   // region or the arrival's packet), with no record and no copy into a
   // kept packet.
   unexpected_t landed;
+  landed.device_ordinal = device.ordinal();
   landed.rank = net_status.rank;
   landed.tag = fields.tag;
   landed.size = size;
