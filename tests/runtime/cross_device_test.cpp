@@ -28,9 +28,13 @@ constexpr std::size_t sizes[] = {100, std::size_t{64} << 10};
 
 enum class receive_device_t { other, same };
 // Whether the receives are posted before the messages arrive (the sender
-// starts after an out-of-band barrier) or after (the receiver waits until
-// all are stored in the matching engine).
-enum class posted_t { before_arrival, after_arrival };
+// starts after an out-of-band barrier) or after: the receiver waits until
+// all are stored in the matching engine, or polls a fixed number of times
+// first, as a program on a real network lets messages come in (on the
+// simulator they have all arrived by then: its time stands still only
+// while a rank still acts).
+enum class posted_t { before_arrival, after_arrival, after_polls };
+constexpr int idle_polls = 1000;
 
 char payload_byte(int message, std::size_t i) { return static_cast<char>(message * 41 + i * 3); }
 
@@ -92,6 +96,9 @@ void receiver(lci::sim::rank_env_t& env, lci::device_t a, lci::device_t b, lci::
   if (posted == posted_t::after_arrival) {
     while (unexpected_count() < messages_count) progress_both(env, a, b);
   }
+  if (posted == posted_t::after_polls) {
+    for (int i = 0; i < idle_polls; ++i) progress_both(env, a, b);
+  }
   std::vector<std::vector<char>> in(messages_count, std::vector<char>(size, 0));
   int posted_count = 0;
   for (int m = 0; m < messages_count; ++m) {
@@ -149,9 +156,12 @@ TEST_P(CrossDevice, ReceivesTakeMessagesThatArrivedOnAnyDevice) {
 
 std::string case_name(const ::testing::TestParamInfo<param_t>& info) {
   const bool other = std::get<1>(info.param) == receive_device_t::other;
-  const bool before = std::get<2>(info.param) == posted_t::before_arrival;
+  const posted_t posted = std::get<2>(info.param);
+  const char* when = posted == posted_t::before_arrival  ? "_posted_before"
+                     : posted == posted_t::after_arrival ? "_posted_after"
+                                                         : "_posted_after_polls";
   return std::to_string(std::get<0>(info.param)) + "_bytes_" +
-         (other ? "other_device" : "same_device") + (before ? "_posted_before" : "_posted_after");
+         (other ? "other_device" : "same_device") + when;
 }
 
 INSTANTIATE_TEST_SUITE_P(SizesDevicesOrders, CrossDevice,
@@ -159,7 +169,8 @@ INSTANTIATE_TEST_SUITE_P(SizesDevicesOrders, CrossDevice,
                                             ::testing::Values(receive_device_t::other,
                                                               receive_device_t::same),
                                             ::testing::Values(posted_t::before_arrival,
-                                                              posted_t::after_arrival)),
+                                                              posted_t::after_arrival,
+                                                              posted_t::after_polls)),
                          case_name);
 
 }  // namespace
