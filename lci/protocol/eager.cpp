@@ -114,20 +114,26 @@ status_t post_send_or_am(const post_args_t& args, bool is_am) {
       args.comp_semantic == comp_semantic_t::memory) {
     const error_t error = device.net().post_sends(args.rank, args.buffer, args.size, encoded.imm);
     if (!error.is_done()) return status_t(error);
-    return finish_at_once(args, status_of(args));
+    return finish_in_post(args, status_of(args));
   }
   const bool network_semantic = args.comp_semantic == comp_semantic_t::network;
   // Buffer-copy: through a packet the network returns at its completion.
   request_t* request = new_request(args, request_kind_t::send_eager);
   if (request == nullptr) return status_t(errorcode_t::retry_nomem);
-  void* packet = device.packet_pool()->pool.get();
+  // A packet of the program's (takes_upacket) goes out as it is, unless a
+  // header must lead it.
+  void* const upacket = request->packet;
+  const bool in_place = upacket != nullptr && !encoded.header;
+  void* packet = in_place ? upacket : device.packet_pool()->pool.get();
   if (packet == nullptr) {
     device_impl_t::give_back(request);
     return status_t(errorcode_t::retry_nopacket);
   }
-  auto* bytes = static_cast<std::byte*>(packet);
-  if (encoded.header) std::memcpy(bytes, &encoded.header_bytes, header_bytes);
-  if (args.size > 0) std::memcpy(bytes + header_bytes, args.buffer, args.size);
+  if (!in_place) {
+    auto* bytes = static_cast<std::byte*>(packet);
+    if (encoded.header) std::memcpy(bytes, &encoded.header_bytes, header_bytes);
+    if (args.size > 0) std::memcpy(bytes + header_bytes, args.buffer, args.size);
+  }
   request->packet = packet;
   // Memory semantic: the operation completes below; the packet's own
   // completion only returns the packet.
@@ -138,9 +144,11 @@ status_t post_send_or_am(const post_args_t& args, bool is_am) {
   if (!error.is_done() && !error.is_posted()) {
     request->packet = nullptr;
     device_impl_t::give_back(request);
-    device.packet_pool()->pool.put(packet);
+    if (!in_place) device.packet_pool()->pool.put(packet);  // the program's stays the program's
     return status_t(error);
   }
+  // Copied behind a header: the program's packet is read no more.
+  if (upacket != nullptr && !in_place) device.packet_pool()->pool.put(upacket);
   if (network_semantic && args.comp != nullptr) return status_t(errorcode_t::posted);
   // Memory semantic: the buffer is free again now.
   return finish_at_once(args, status_of(args));
