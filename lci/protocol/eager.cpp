@@ -267,17 +267,29 @@ void give_back_record(unexpected_t* message) {
   if (message->home != nullptr) device_impl_t::give_back(message);
 }
 
+// A stored message's packet back to the pool of the device it arrived on,
+// which need not be `device`'s: devices that share a matching engine take
+// each other's messages, and may have pools of their own.
+void put_message_packet(device_impl_t& device, void* packet) {
+  packet_pool::pool_t* pool = &device.packet_pool()->pool;
+  if (!pool->owns(packet)) {
+    void* payload = nullptr;
+    packet_pool_impl_t* home = device.runtime()->packet_pool_containing(packet, &payload);
+    LCI_ASSERT(home != nullptr && payload == packet, "a stored message's packet of no pool");
+    pool = &home->pool;
+  }
+  pool->put(packet);
+}
+
 // A receive a crash has failed meets a message that arrived before the
 // crash was known: the message is dropped (the receive already reported
 // fatal; a crashed sender's data is not trusted to be whole).
 status_t drop_message(device_impl_t& device, unexpected_t* message) {
-  if (message->packet != nullptr) device.packet_pool()->pool.put(message->packet);
+  if (message->packet != nullptr) put_message_packet(device, message->packet);
   give_back_record(message);
   return status_t(errorcode_t::posted);
 }
-}  // namespace
 
-namespace {
 // The device a rendezvous receive goes on with: the one its RTS arrived on
 // (device itself when the RTS is matching now), which alone is paired with
 // the sender's device and holds the sender's id in its peer's table. The
@@ -337,7 +349,7 @@ status_t match_receive(device_impl_t& device, request_t* recv, unexpected_t* mes
   const std::size_t copied = std::min(message_size, recv->capacity);
   if (copied > 0) std::memcpy(recv->status.buffer, message->data, copied);
   recv->status.size = copied;
-  if (message->packet != nullptr) device.packet_pool()->pool.put(message->packet);
+  if (message->packet != nullptr) put_message_packet(device, message->packet);
   const int rank = message->rank;
   const tag_t tag = message->tag;
   give_back_record(message);

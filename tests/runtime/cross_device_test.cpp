@@ -26,7 +26,9 @@ constexpr int messages_count = 8;
 // One eager size, one rendezvous size (above any packet).
 constexpr std::size_t sizes[] = {100, std::size_t{64} << 10};
 
-enum class receive_device_t { other, same };
+// other_pool: device B has a packet pool of its own (a message stored in
+// a packet of A's pool goes back there when B's receive takes it).
+enum class receive_device_t { other, other_pool, same };
 // Whether the receives are posted before the messages arrive (the sender
 // starts after an out-of-band barrier) or after: the receiver waits until
 // all are stored in the matching engine, or polls a fixed number of times
@@ -122,12 +124,14 @@ void body(lci::sim::rank_env_t& env, std::size_t size, receive_device_t where, p
   ASSERT_EQ(lci::get_rank_n(), 2);
   // Collective: devices pair across ranks by allocation order.
   lci::device_t a = lci::alloc_device();
-  lci::device_t b = lci::alloc_device();
+  lci::packet_pool_t pool_b;
+  if (where == receive_device_t::other_pool) pool_b = lci::alloc_packet_pool();
+  lci::device_t b = lci::alloc_device_x().packet_pool(pool_b)();
   if (lci::get_rank_me() == 0) {
     if (posted == posted_t::before_arrival) env.barrier();
     sender(env, a, b, size);
   } else {
-    receiver(env, a, b, where == receive_device_t::other ? b : a, size, posted);
+    receiver(env, a, b, where == receive_device_t::same ? a : b, size, posted);
   }
   // Both sides finished: nothing of the other's is in flight on either
   // device once both have drained them.
@@ -136,6 +140,7 @@ void body(lci::sim::rank_env_t& env, std::size_t size, receive_device_t where, p
   }
   env.barrier();
   lci::free_device(&b);
+  if (!pool_b.is_empty()) lci::free_packet_pool(&pool_b);
   lci::free_device(&a);
   lci::g_runtime_fina();
 }
@@ -155,18 +160,22 @@ TEST_P(CrossDevice, ReceivesTakeMessagesThatArrivedOnAnyDevice) {
 }
 
 std::string case_name(const ::testing::TestParamInfo<param_t>& info) {
-  const bool other = std::get<1>(info.param) == receive_device_t::other;
+  const receive_device_t where = std::get<1>(info.param);
   const posted_t posted = std::get<2>(info.param);
   const char* when = posted == posted_t::before_arrival  ? "_posted_before"
                      : posted == posted_t::after_arrival ? "_posted_after"
                                                          : "_posted_after_polls";
   return std::to_string(std::get<0>(info.param)) + "_bytes_" +
-         (other ? "other_device" : "same_device") + when;
+         (where == receive_device_t::other        ? "other_device"
+          : where == receive_device_t::other_pool ? "other_device_own_pool"
+                                                  : "same_device") +
+         when;
 }
 
 INSTANTIATE_TEST_SUITE_P(SizesDevicesOrders, CrossDevice,
                          ::testing::Combine(::testing::ValuesIn(sizes),
                                             ::testing::Values(receive_device_t::other,
+                                                              receive_device_t::other_pool,
                                                               receive_device_t::same),
                                             ::testing::Values(posted_t::before_arrival,
                                                               posted_t::after_arrival,
