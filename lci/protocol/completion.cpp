@@ -42,7 +42,7 @@ status_t finish_at_once(const post_args_t& args, status_t status) {
 }
 
 bool takes_upacket(const post_args_t& args) {
-  return args.direction == direction_t::OUT && args.buffer != nullptr &&
+  return args.may_take_packet && args.direction == direction_t::OUT && args.buffer != nullptr &&
          args.device->packet_pool()->pool.owns(args.buffer);
 }
 

@@ -153,6 +153,7 @@ TEST_P(CrossDevice, ReceivesTakeMessagesThatArrivedOnAnyDevice) {
   const receive_device_t where = std::get<1>(GetParam());
   const posted_t posted = std::get<2>(GetParam());
   lci::sim::sweep_t sweep;
+  sweep.seeds_count = 4;
   sweep.configure = [](lci::sim::run_options_t& options) { options.log = false; };
   lci::sim::expect_runs_ok(2, sweep, [size, where, posted](lci::sim::rank_env_t& env) {
     body(env, size, where, posted);

@@ -8,7 +8,8 @@
 // header, rendezvous), put with and without a remote completion, each
 // finished in the post (memory semantic) or later (network semantic).
 // get_upacket() must never run dry for good, and once the device is freed
-// its pool holds as many packets as before the device existed.
+// its pool holds as many packets as before the device existed. A
+// collective, which posts its buffers itself, leaves them the program's.
 #include <gtest/gtest.h>
 
 #include <cstddef>
@@ -225,6 +226,29 @@ void body(lci::sim::rank_env_t& env) {
   lci::free_comp(&w.am_cq);
   lci::free_comp(&w.cq);
   lci::g_runtime_fina();
+}
+
+// A collective posts its buffers itself, the root's to several peers: a
+// packet as its buffer stays the program's, readable after the call and
+// given back by the program.
+void broadcast_body(lci::sim::rank_env_t&) {
+  lci::g_runtime_init();
+  const std::size_t size = lci::get_max_bcopy_size();
+  void* packet = nullptr;
+  while ((packet = lci::get_upacket()) == nullptr) (void)lci::progress();
+  if (lci::get_rank_me() == 0) std::memset(packet, 0x5a, size);
+  lci::broadcast(packet, size, 0);
+  const auto* bytes = static_cast<const unsigned char*>(packet);
+  for (std::size_t i = 0; i < size; ++i) require(bytes[i] == 0x5a, "a broadcast byte");
+  lci::put_upacket(packet);
+  lci::g_runtime_fina();
+}
+
+TEST(Upacket, CollectivesLeaveAPacketBufferTheProgramsOwn) {
+  lci::sim::sweep_t sweep;
+  sweep.seeds_count = 2;
+  sweep.configure = [](lci::sim::run_options_t& options) { options.log = false; };
+  lci::sim::expect_runs_ok(3, sweep, broadcast_body);
 }
 
 TEST(Upacket, PostedUpacketsGoBackToTheirPool) {
