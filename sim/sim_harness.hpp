@@ -76,6 +76,14 @@ inline constexpr std::size_t allgather_bytes_max = 64;
 // times to drain) looks quiet; the harness gives each fiber this many such
 // waits before a verdict (the scheduler's default is 4).
 inline constexpr std::uint32_t harness_quiet_waits_min = 64;
+// With no timer pending and nothing in flight, the waits each fiber gets
+// before the verdict: a rank may poll idle a bounded while before it acts
+// on its own, as programs do on a real network (polling until messages
+// have come in, then posting their receives; //tests/runtime:
+// cross_device_test polls 1000 times, 2 devices each). At 64 such a
+// program was judged deadlocked in every seed while it passed as real
+// processes.
+inline constexpr std::uint32_t harness_deadlock_waits_min = 1u << 14;
 
 // Concurrent mode's watchdog (see the top of this file): the quiet time
 // after which a run that completes nothing anywhere fails. 10 s: the
@@ -97,6 +105,7 @@ inline constexpr const char* watchdog_env_name = "LCI_SIM_WATCHDOG_MS";
 inline scheduler_options_t harness_scheduler_options() {
   scheduler_options_t options;
   options.quiet_waits_min = harness_quiet_waits_min;
+  options.deadlock_waits_min = harness_deadlock_waits_min;
   return options;
 }
 

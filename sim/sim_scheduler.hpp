@@ -86,6 +86,7 @@
 #pragma once
 
 #include <cstddef>
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -148,8 +149,16 @@ struct scheduler_options_t {
   std::size_t stack_bytes = stack_bytes_default;
   std::size_t fibers_max = 4096;
   std::size_t timers_max = 1 << 16;
-  // Deadlock: every live fiber waited this many times since the last progress.
+  // Every live fiber waited this many times since the last progress: the
+  // scheduler jumps to the next timer, or asks how much is in flight.
   std::uint32_t quiet_waits_min = 4;
+  // Deadlock: moreover no timer is pending, nothing is in flight, and every
+  // live fiber waited this many times since the last progress (0, or less
+  // than quiet_waits_min: quiet_waits_min). Nothing outside the fibers can
+  // change then, but a fiber may still be counting idle polls before it acts
+  // on its own (waiting for messages to come in before it posts their
+  // receives): this is how long such a wait may be.
+  std::uint32_t deadlock_waits_min = 0;
   bool log_header = true;   // print seed and parameters to stderr at run()
   bool log_failure = true;  // print the report to stderr unless finished
   std::string replay_command;  // "" = derived (see sim_seed.hpp)
@@ -230,6 +239,7 @@ class scheduler_t {
   void note_progress() {
     ++progress_epoch_;
     quiet_count_ = 0;
+    deadlock_quiet_count_ = 0;
   }
   // How much the network holds in flight; > 0 postpones a deadlock verdict.
   void set_in_flight_count_fn(std::function<std::size_t()> fn);
@@ -269,7 +279,7 @@ class scheduler_t {
   void continue_or_switch(const char* what);
   loop_action_t run_checks(run_result_t& result);
   bool step_bounds_reached(run_result_t& result);
-  bool handle_quiet(run_result_t& result);
+  loop_action_t handle_quiet(run_result_t& result);
   fiber_slot_t& pick_next();
   void run_fiber(fiber_slot_t& slot);
   void retire_fiber(fiber_slot_t& slot);
@@ -312,6 +322,11 @@ class scheduler_t {
   std::uint64_t trace_hash_;
   std::uint64_t progress_epoch_ = 1;
   std::size_t quiet_count_ = 0;  // live fibers quiet in this epoch
+  // Live fibers that waited deadlock_waits() times in this epoch.
+  std::size_t deadlock_quiet_count_ = 0;
+  std::uint32_t deadlock_waits() const {
+    return std::max(options_.quiet_waits_min, options_.deadlock_waits_min);
+  }
   std::size_t round_robin_cursor_ = 0;
   // Changing calls the running fiber may still make in this turn; 0: not
   // drawn yet (run_fiber() clears it, the turn's first call draws it).

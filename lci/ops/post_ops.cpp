@@ -104,6 +104,7 @@ detail::post_args_t resolve(direction_t direction, int rank, void* local_buffer,
   args.allow_done = options.allow_done;
   args.allow_posted = options.allow_posted;
   args.allow_retry = options.allow_retry;
+  args.may_take_packet = true;
   // COMP_NULL: nothing to signal and nothing to hand retry back through;
   // COMP_NULL_RETRY: the caller takes retry. Both wait for the operation
   // inside the post (post_waiting).

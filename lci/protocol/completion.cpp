@@ -25,6 +25,10 @@ request_t* new_request(const post_args_t& args, request_kind_t kind) {
   request->comp = args.comp;
   request->status = status_of(args);
   request->mr = args.mr;
+  // The buffer is a packet the operation takes over: back to the pool
+  // when the request completes (complete_request), unless the post gives
+  // the request back unposted.
+  if (takes_upacket(args)) request->packet = args.buffer;
   // A receive is in flight only from its RTR (start_rtr()).
   if (kind != request_kind_t::recv) args.device->mark_in_flight(request);
   return request;
@@ -35,6 +39,17 @@ status_t finish_at_once(const post_args_t& args, status_t status) {
   if (args.allow_done || args.comp == nullptr) return status;
   args.comp->signal(status);
   return status_t(errorcode_t::posted);
+}
+
+bool takes_upacket(const post_args_t& args) {
+  return args.may_take_packet && args.direction == direction_t::OUT && args.buffer != nullptr &&
+         args.device->packet_pool()->pool.owns(args.buffer);
+}
+
+status_t finish_in_post(const post_args_t& args, status_t status) {
+  const status_t result = finish_at_once(args, status);
+  if (takes_upacket(args)) args.device->packet_pool()->pool.put(args.buffer);
+  return result;
 }
 
 void throw_unregistered_rcomp(const char* what, int rank, rcomp_t rcomp,

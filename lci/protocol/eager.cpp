@@ -115,20 +115,26 @@ status_t post_send_or_am(const post_args_t& args, bool is_am) {
       args.comp_semantic == comp_semantic_t::memory) {
     const error_t error = device.net().post_sends(args.rank, args.buffer, args.size, encoded.imm);
     if (!error.is_done()) return status_t(error);
-    return finish_at_once(args, status_of(args));
+    return finish_in_post(args, status_of(args));
   }
   const bool network_semantic = args.comp_semantic == comp_semantic_t::network;
   // Buffer-copy: through a packet the network returns at its completion.
   request_t* request = new_request(args, request_kind_t::send_eager);
   if (request == nullptr) return status_t(errorcode_t::retry_nomem);
-  void* packet = device.packet_pool()->pool.get();
+  // A packet of the program's (takes_upacket) goes out as it is, unless a
+  // header must lead it.
+  void* const upacket = request->packet;
+  const bool in_place = upacket != nullptr && !encoded.header;
+  void* packet = in_place ? upacket : device.packet_pool()->pool.get();
   if (packet == nullptr) {
     device_impl_t::give_back(request);
     return status_t(errorcode_t::retry_nopacket);
   }
-  auto* bytes = static_cast<std::byte*>(packet);
-  if (encoded.header) std::memcpy(bytes, &encoded.header_bytes, header_bytes);
-  if (args.size > 0) std::memcpy(bytes + header_bytes, args.buffer, args.size);
+  if (!in_place) {
+    auto* bytes = static_cast<std::byte*>(packet);
+    if (encoded.header) std::memcpy(bytes, &encoded.header_bytes, header_bytes);
+    if (args.size > 0) std::memcpy(bytes + header_bytes, args.buffer, args.size);
+  }
   request->packet = packet;
   // Memory semantic: the operation completes below; the packet's own
   // completion only returns the packet.
@@ -140,9 +146,11 @@ status_t post_send_or_am(const post_args_t& args, bool is_am) {
   if (!error.is_done() && !error.is_posted()) {
     request->packet = nullptr;
     device_impl_t::give_back(request);
-    device.packet_pool()->pool.put(packet);
+    if (!in_place) device.packet_pool()->pool.put(packet);  // the program's stays the program's
     return status_t(error);
   }
+  // Copied behind a header: the program's packet is read no more.
+  if (upacket != nullptr && !in_place) device.packet_pool()->pool.put(upacket);
   if (network_semantic && args.comp != nullptr) return status_t(errorcode_t::posted);
   // Memory semantic: the buffer is free again now.
   return finish_at_once(args, status_of(args));
@@ -261,13 +269,54 @@ void give_back_record(unexpected_t* message) {
   if (message->home != nullptr) device_impl_t::give_back(message);
 }
 
+// A stored message's packet back to the pool of the device it arrived on,
+// which need not be `device`'s: devices that share a matching engine take
+// each other's messages, and may have pools of their own.
+void put_message_packet(device_impl_t& device, void* packet) {
+  packet_pool::pool_t* pool = &device.packet_pool()->pool;
+  if (!pool->owns(packet)) {
+    void* payload = nullptr;
+    packet_pool_impl_t* home = device.runtime()->packet_pool_containing(packet, &payload);
+    LCI_ASSERT(home != nullptr && payload == packet, "a stored message's packet of no pool");
+    pool = &home->pool;
+  }
+  pool->put(packet);
+}
+
 // A receive a crash has failed meets a message that arrived before the
 // crash was known: the message is dropped (the receive already reported
 // fatal; a crashed sender's data is not trusted to be whole).
 status_t drop_message(device_impl_t& device, unexpected_t* message) {
-  if (message->packet != nullptr) device.packet_pool()->pool.put(message->packet);
+  if (message->packet != nullptr) put_message_packet(device, message->packet);
   give_back_record(message);
   return status_t(errorcode_t::posted);
+}
+
+// The device a rendezvous receive goes on with: the one its RTS arrived on
+// (device itself when the RTS is matching now), which alone is paired with
+// the sender's device and holds the sender's id in its peer's table. The
+// receive moves there: it is its device's in flight and in its rendezvous
+// table, and its buffer is registered there; a registration the program
+// gave for another device is of no use to that one. Throws
+// std::runtime_error (the receive completed fatal) when that device was
+// freed: nothing can answer the sender then.
+device_impl_t& rendezvous_device(device_impl_t& device, request_t* recv, std::uint32_t ordinal,
+                                 int rank) {
+  device_impl_t* arrival =
+      ordinal == device.ordinal() ? &device : device.runtime()->device_at_ordinal(ordinal);
+  if (arrival == nullptr) {
+    recv->status.size = 0;
+    complete_request(recv, errorcode_t::fatal);
+    throw std::runtime_error("lci: a rendezvous message from rank " + std::to_string(rank) +
+                             " met its receive after the device it arrived on was freed (its "
+                             "sender waits forever)");
+  }
+  if (arrival != recv->device) {
+    LCI_ASSERT(!recv->watched, "a receive moved to another device while watched");
+    recv->device = arrival;
+    recv->mr = backend::net_mr_t{};
+  }
+  return *arrival;
 }
 }  // namespace
 
@@ -282,25 +331,27 @@ status_t match_receive(device_impl_t& device, request_t* recv, unexpected_t* mes
   if (message->is_rts) {
     const rts_t rts = message->rts;
     const int rank = message->rank;
+    const std::uint32_t ordinal = message->device_ordinal;
     give_back_record(message);
+    device_impl_t& rdv_device = rendezvous_device(device, recv, ordinal, rank);
     const std::size_t capacity = recv->capacity;
     if (message_size <= capacity) {
       recv->status.size = message_size;
-      start_rtr(device, recv, rts);
+      start_rtr(rdv_device, recv, rts);
       return status_t(errorcode_t::posted);
     }
     // Truncated zero-copy: no byte moves. The receive finishes now (fatal,
     // size 0), so that nothing touches its buffer after the throw below;
     // the sender hears of it through a refusing RTR.
     recv->status.size = 0;
-    answer_rts(device, rank, rts, rtr_mode_t::refused);
+    answer_rts(rdv_device, rank, rts, rtr_mode_t::refused);
     complete_request(recv, errorcode_t::fatal);
     throw_truncated(message_size, rank, rts.tag, capacity);
   }
   const std::size_t copied = std::min(message_size, recv->capacity);
   if (copied > 0) std::memcpy(recv->status.buffer, message->data, copied);
   recv->status.size = copied;
-  if (message->packet != nullptr) device.packet_pool()->pool.put(message->packet);
+  if (message->packet != nullptr) put_message_packet(device, message->packet);
   const int rank = message->rank;
   const tag_t tag = message->tag;
   give_back_record(message);
@@ -389,6 +440,7 @@ bool handle_eager(device_impl_t& device, arrival_t& arrival, protocol::msg_type_
   // region or the arrival's packet), with no record and no copy into a
   // kept packet.
   unexpected_t landed;
+  landed.device_ordinal = device.ordinal();
   landed.rank = net_status.rank;
   landed.tag = fields.tag;
   landed.size = size;

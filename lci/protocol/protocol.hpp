@@ -106,6 +106,22 @@ request_t* new_request(const post_args_t& args, request_kind_t kind);
 // Immediate completion: a done status when allowed, else the completion
 // object is signalled and posted is returned.
 status_t finish_at_once(const post_args_t& args, status_t status);
+
+// Packets as send buffers (get_upacket, or a zero-copy active message's
+// buffer that starts its packet): a program's outgoing operation (send,
+// am, put, with or without a remote completion; args.may_take_packet)
+// whose args.buffer is the start of a packet's payload in its device's
+// packet pool takes the packet over once the post is accepted (done or
+// posted; retry and a throw leave it the program's), and puts it back when
+// nothing of the operation reads it any more: a request holding the buffer
+// carries it as request_t::packet (new_request), which complete_request
+// puts back, also when the operation fails; an operation that finished
+// inside its post puts it back there (finish_in_post); an eager send
+// copied out of it, behind a header, puts it back once the copy is posted.
+bool takes_upacket(const post_args_t& args);
+// An operation that finished inside its post: finish_at_once(), then the
+// packet it took over (takes_upacket), if any, back to the pool.
+status_t finish_in_post(const post_args_t& args, status_t status);
 // Signals `request`'s completion object (if any) with `code`, releases what
 // the request holds (packet, registration) and deletes it.
 void complete_request(request_t* request, errorcode_t code);

@@ -108,6 +108,7 @@ bool handle_rts(device_impl_t& device, int rank, const rts_t& rts) {
       matching_key(*engine, rank, rts.tag, static_cast<matching_policy_t>(rts.policy));
   unexpected_t arrived;
   arrived.is_rts = true;
+  arrived.device_ordinal = device.ordinal();
   arrived.rank = rank;
   arrived.tag = rts.tag;
   arrived.size = rts.size;

@@ -98,7 +98,7 @@ status_t post_empty_access(const post_args_t& args, std::uint32_t imm) {
     const error_t error = send_control(*args.device, args.rank, nullptr, 0, imm);
     if (!error.is_done()) return status_t(error);
   }
-  return finish_at_once(args, status_of(args));
+  return finish_in_post(args, status_of(args));
 }
 
 }  // namespace
@@ -127,7 +127,7 @@ status_t post_put(const post_args_t& args) {
                                  : net.post_puts(args.rank, args.buffer, args.size,
                                                  target.offset, target.rmr);
     if (!error.is_done()) return status_t(error);
-    return finish_at_once(args, status_of(args));
+    return finish_in_post(args, status_of(args));
   }
   request_t* request = new_request(args, request_kind_t::put);
   if (request == nullptr) return status_t(errorcode_t::retry_nomem);

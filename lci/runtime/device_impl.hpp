@@ -183,6 +183,7 @@ class device_impl_t {
     util::atomic<std::uint64_t> sequence{0};
   };
   collective_state_t& collective() { return collective_; }
+  std::uint32_t ordinal() const { return collective_.ordinal; }
 
   // Largest payload that goes out as an inject / through one packet.
   std::size_t inject_size_max() const { return net_->attr().inject_size_max; }
@@ -216,17 +217,20 @@ class device_impl_t {
     if (backlog_steps_.load(util::mo_relaxed) == 0) return false;
     return drain_backlog_steps();
   }
-  // A request of this device (device set), or nullptr when its pool is
-  // empty: the caller answers retry, or waits in the backlog.
+  // A request of this device (device and home set), or nullptr when its
+  // pool is empty: the caller answers retry, or waits in the backlog.
   [[nodiscard]] request_t* take_request() {
     request_t* request = pools_->requests.take();
-    if (request != nullptr) request->device = this;
+    if (request == nullptr) return nullptr;
+    request->device = this;
+    request->home = pools_;
     return request;
   }
   // A record for an arrival of this device holding `fields` (a record on
   // the caller's stack, home null); never nullptr (device_pools_t).
   [[nodiscard]] unexpected_t* take_unexpected(const unexpected_t& fields) {
     LCI_DEBUG_ASSERT(fields.home == nullptr, "fields of a record already pooled");
+    LCI_DEBUG_ASSERT(fields.device_ordinal == ordinal(), "a record of another device");
     unexpected_t* message = pools_->take_unexpected();
     *message = fields;
     message->home = pools_;
@@ -237,11 +241,9 @@ class device_impl_t {
   // may not answer retry, and its poster is there to hear the error.
   [[nodiscard]] deferred_post_t* take_deferred_post();
   void give_back(deferred_post_t* post) { pools_->deferred_posts.give_back(post); }
-  // Back to the pool each came from (any device may finish them).
   device_pools_t* pools() const { return pools_; }
-  static void give_back(request_t* request) {
-    request->device->pools_->requests.give_back(request);
-  }
+  // Back to the pool each came from (any device may finish them).
+  static void give_back(request_t* request) { request->home->requests.give_back(request); }
   static void give_back(unexpected_t* message) { message->home->give_back(message); }
 
   // Counts `request` among the operations in flight (in_flight_mark_t).

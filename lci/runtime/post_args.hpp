@@ -43,6 +43,10 @@ struct post_args_t {
   // with allow_posted = false (COMP_NULL, COMP_NULL_RETRY) itself.
   bool allow_posted = true;
   bool allow_retry = true;
+  // A program's own post (post_ops.cpp): an outgoing one takes its buffer
+  // over when that is a packet (takes_upacket in protocol.hpp). A
+  // collective posts its buffers several times, so it never gives one away.
+  bool may_take_packet = false;
   // The program gave a registration (mr option), possibly of 0 bytes: it
   // has its base, where none given is all empty.
   bool has_mr() const { return mr.base != nullptr; }

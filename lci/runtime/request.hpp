@@ -103,7 +103,11 @@ struct request_t {
   // Written by the giver before the hand-off publishes the request (the
   // network's completion, a table's lock or atomics), read by the taker.
   request_owner_t owner = request_owner_t::thread;
-  device_impl_t* device = nullptr;  // also whose pool it came from
+  // The device the operation runs on. A rendezvous receive moves to the
+  // device its RTS arrived on when it meets it (match_receive): the RTR,
+  // the write and the FIN travel between that device and the sender's.
+  device_impl_t* device = nullptr;
+  device_pools_t* home = nullptr;  // the pools it came from (give_back)
   comp_impl_t* comp = nullptr;  // nullptr: COMP_NULL
   status_t status;              // what comp gets (error set at completion)
   // A registration the runtime made for this operation and must undo.
@@ -156,6 +160,10 @@ struct unexpected_t {
   // (take_posted_receive), which no pool takes back.
   device_pools_t* home = nullptr;
   bool is_rts = false;
+  // The arrival's device (collective_state_t::ordinal, not a pointer: the
+  // record may outlive it). A rendezvous goes on there whichever device
+  // the receive was posted on: only that one is paired with the sender's.
+  std::uint32_t device_ordinal = 0;
   int rank = -1;
   tag_t tag = 0;
   std::size_t size = 0;

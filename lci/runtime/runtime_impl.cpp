@@ -309,6 +309,14 @@ std::vector<device_impl_t*> runtime_impl_t::devices() {
   return live;
 }
 
+device_impl_t* runtime_impl_t::device_at_ordinal(std::uint32_t ordinal) {
+  util::spinlock_guard_t guard(resources_lock_);
+  for (const auto& device : devices_) {
+    if (device->ordinal() == ordinal) return device.get();
+  }
+  return nullptr;
+}
+
 void runtime_impl_t::free_device(device_impl_t* device) {
   release_mrs_of(device);
   if (device == default_device_) default_device_ = nullptr;

@@ -110,6 +110,9 @@ class runtime_impl_t {
   packet_pool_impl_t* packet_pool_containing(const void* address, void** payload);
   // The matching engine a message names by index; nullptr if none.
   matching_engine_impl_t* matching_engine_at(std::uint32_t index) const;
+  // The live device of this ordinal (collective_state_t::ordinal); nullptr
+  // once it was freed. Linear in the devices (under the resources lock).
+  device_impl_t* device_at_ordinal(std::uint32_t ordinal);
 
   // Remote completions (paper §3.2.5): ids from 1; reserve_rcomps hands out
   // a block the user fills with register_rcomp(comp, rcomp=id).

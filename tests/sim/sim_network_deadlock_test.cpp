@@ -42,7 +42,8 @@ TEST(SimNetworkDeadlock, ReportedWithWhatEachRankWaitsFor) {
     EXPECT_TRUE(contains(text, "rank 1: waits for \"a message from the other rank\"")) << text;
     EXPECT_TRUE(contains(text, "recvs posted 1, ops in flight 0")) << text;
     EXPECT_TRUE(contains(text, "LCI_SIM_SEED=" + std::to_string(seed) + " deadlock_test")) << text;
-    EXPECT_LT(report.steps_count, 10000u);  // found promptly, not at steps_max
+    // Found promptly: each rank's deadlock_waits_min waits, not steps_max.
+    EXPECT_LT(report.steps_count, 4u * options.scheduler.deadlock_waits_min);
   }
 }
 
@@ -91,7 +92,8 @@ TEST(SimNetworkDeadlock, SpinningOnQuietBackendCallsAloneIsFound) {
     const std::string waited = spin_on_posts ? "net post_recv" : "net poll_comp";
     EXPECT_TRUE(contains(report.report, "\"rank 0\": waits for \"" + waited + "\"")) << report.report;
     EXPECT_TRUE(contains(report.report, "\"rank 1\": waits for \"" + waited + "\"")) << report.report;
-    EXPECT_LT(report.steps_count, 10000u);  // found promptly, not at steps_max
+    // Found promptly: each rank's deadlock_waits_min waits, not steps_max.
+    EXPECT_LT(report.steps_count, 4u * options.scheduler.deadlock_waits_min);
   }
 }
 

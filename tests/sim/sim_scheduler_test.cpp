@@ -233,6 +233,37 @@ TEST(SimSchedulerCallPoint, QuietCallsAreWaits) {
   EXPECT_EQ(result.steps_count, options.quiet_waits_min);
 }
 
+// With nothing pending anywhere, a fiber that polls idle a bounded number
+// of times and then acts on its own is no deadlock while its count stays
+// under deadlock_waits_min; one that never acts is still found, after
+// deadlock_waits_min waits.
+TEST(SimSchedulerCallPoint, BoundedIdlePollingIsNoDeadlock) {
+  constexpr int idle_polls = 100;
+  for (const bool acts : {true, false}) {
+    scheduler_options_t options = quiet_options(7);
+    options.deadlock_waits_min = 2 * idle_polls;
+    scheduler_t scheduler(options);
+    bool acted = false;
+    scheduler.spawn("waiter", [&acted] {
+      while (!acted) scheduler_t::wait("the poller to act");
+    });
+    scheduler.spawn("poller", [&scheduler, &acted, acts] {
+      for (int i = 0; i < idle_polls || !acts; ++i) scheduler_t::call_point("net poll_comp", false);
+      acted = true;
+      scheduler.note_progress();
+    });
+    const run_result_t result = scheduler.run();
+    if (acts) {
+      EXPECT_TRUE(result.ok()) << result.report;
+    } else {
+      EXPECT_EQ(result.kind, kind_t::deadlock) << result.report;
+      EXPECT_NE(result.report.find(std::to_string(options.deadlock_waits_min) + " waits each"),
+                std::string::npos)
+          << result.report;
+    }
+  }
+}
+
 // Timers that come due while a fiber goes on fire at its call points, as the
 // scheduler loop would fire them, not only at its next switch: after every
 // call exactly the timers of ticks <= now have fired.
