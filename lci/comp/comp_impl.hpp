@@ -27,16 +27,17 @@
 //                the program now owns and frees with get_allocator(), or,
 //                with attr.zero_copy_am set and size <= get_max_bcopy_size(),
 //                a packet it returns with put_upacket; a remote completion of
-//                a put with signal: the target's buffer, nullptr for 0 bytes).
+//                a put with signal: size the bytes written, buffer not
+//                meaningful, as the program knows its own window).
 // Ownership:     a program's object is the program's: the runtime never frees
 //                it, not even when the runtime is freed. free_comp on it
 //                deletes it (`delete`, as upstream's: only for an object made
 //                with `new`). It must outlive every operation that signals it
 //                and its register_rcomp registration. The runtime's own
 //                objects (alloc_sync, alloc_cq, ...) belong to the runtime
-//                until free_comp; one the program leaves is freed with the
-//                runtime, or, if the program frees it after the runtime,
-//                then (free_comp needs no runtime).
+//                until free_comp; one the program leaves outlives the
+//                runtime until free_comp (which needs no runtime), or else
+//                to the end of the process.
 // attr:          the object's attributes (comp_t::get_attr_*). A program's
 //                object starts with comp_type custom and the defaults; it may
 //                set zero_copy_am before the object is first used (the runtime

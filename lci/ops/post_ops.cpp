@@ -6,6 +6,7 @@
 
 #include "lci/api/lci_generated.hpp"
 #include "lci/comp/waiter.hpp"
+#include "lci/matching/matching_key.hpp"
 #include "lci/progress/progress.hpp"
 #include "lci/protocol/protocol.hpp"
 #include "lci/runtime/device_impl.hpp"
@@ -67,13 +68,29 @@ status_t post_waiting(detail::post_args_t& args, const common_options_t& options
   return status;
 }
 
+// The tag bits a matching policy's key keeps (lci/matching/matching_key.hpp):
+// all ones below a power of two. A policy whose key holds no tag, and the
+// boundary marker (refused later), leave the tag as it is.
+tag_t matched_tag_mask(matching_policy_t policy) {
+  static_assert((matching::key_rank_tag_tag_max & (matching::key_rank_tag_tag_max + 1)) == 0 &&
+                (matching::key_tag_only_tag_max & (matching::key_tag_only_tag_max + 1)) == 0);
+  switch (policy) {
+    case matching_policy_t::rank_tag: return matching::key_rank_tag_tag_max;
+    case matching_policy_t::tag_only: return matching::key_tag_only_tag_max;
+    default: return ~tag_t{0};
+  }
+}
+
 // `args`: the caller's resolved operation; a waiting post changes it.
 status_t post(detail::post_args_t& args, const common_options_t& options) {
-  // Tags beyond max_tag keep their low bits, as upstream's do (programs
-  // count tags up without wrapping them); ANY_TAG stays the wildcard. A put
-  // or get with signal keeps its own limit, max_imm_tag.
+  // A send's or receive's tag beyond what its matching key holds keeps its
+  // low bits, as upstream's do (programs count tags up without wrapping
+  // them); ANY_TAG stays the wildcard. An active message carries all 64
+  // bits; a put or get with signal keeps its own limit, max_imm_tag.
   const bool wildcard = args.direction == direction_t::IN && args.tag == ANY_TAG;
-  if (args.rmr.is_empty() && !wildcard) args.tag &= args.device->runtime()->attr().max_tag;
+  if (args.matching_engine != nullptr && !wildcard) {
+    args.tag &= matched_tag_mask(args.matching_policy);
+  }
   const bool receive = args.direction == direction_t::IN && args.rmr.is_empty();
   if (args.allow_posted || (receive && args.allow_retry)) return post_now(args, options);
   return post_waiting(args, options);

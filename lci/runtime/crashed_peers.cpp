@@ -42,8 +42,14 @@ bool runtime_impl_t::fail_peer(int rank) {
   // relaxed: only the first caller goes on (the exchange is atomic); each
   // device's lock, taken below after it, orders the flag for watch().
   if (peers_dead_[static_cast<std::size_t>(rank)].exchange(true, util::mo_relaxed)) return false;
-  LCI_LOG(warn, "peer", "rank %d: peer rank %d crashed (reported by the network)\n", rank_me_,
-          rank);
+  // While this rank leaves, a peer gone is most likely one that left first
+  // (progress does not throw then): not worth a warning.
+  if (leaving()) {
+    LCI_LOG(info, "peer", "rank %d: peer rank %d gone while leaving\n", rank_me_, rank);
+  } else {
+    LCI_LOG(warn, "peer", "rank %d: peer rank %d crashed (reported by the network)\n", rank_me_,
+            rank);
+  }
   std::vector<request_t*> victims;  // the crash path may allocate: it is rare
   {
     // Keeps devices from being closed under the scan (free_device() takes

@@ -11,8 +11,18 @@ namespace lci::detail {
 
 void set_host_lookup(host_lookup_fn_t lookup) { g_host_lookup.store(lookup, util::mo_release); }
 
-host_t& current_host() {
+namespace {
+
+// The installed lookup; nullptr when none is (a real process).
+host_lookup_fn_t installed_lookup() {
   const host_lookup_fn_t lookup = g_host_lookup.load(util::mo_acquire);  // see g_host_lookup
+  return lookup;
+}
+
+}  // namespace
+
+host_t& current_host() {
+  const host_lookup_fn_t lookup = installed_lookup();
   // No simulator in this process: the program is a real process.
   if (lookup == nullptr) return process_host();
   host_t* host = lookup();
@@ -46,7 +56,7 @@ device_depths_t host_t::device_depths() {
 }
 
 host_t* looked_up_host() {
-  const host_lookup_fn_t lookup = g_host_lookup.load(util::mo_acquire);  // see g_host_lookup
+  const host_lookup_fn_t lookup = installed_lookup();
   return lookup == nullptr ? nullptr : lookup();
 }
 

@@ -125,8 +125,6 @@ attr_runtime_t resolved(attr_runtime_t attr, const backend::net_context_t& net) 
   // Other operations carry what does not fit in a header; a send's tag
   // must still fit its matching key, the narrowest being rank_tag's.
   attr.max_tag = matching::key_rank_tag_tag_max;
-  // Posts mask tags with it (post_ops.cpp): all ones below its top bit.
-  LCI_ASSERT((attr.max_tag & (attr.max_tag + 1)) == 0, "max_tag is a mask");
   attr.max_rcomp = std::numeric_limits<rcomp_t>::max();
   return attr;
 }

@@ -6,7 +6,8 @@
 // Levels, and what the runtime logs at each:
 //   error, warn  faults the runtime reports anyway (a crashed peer)
 //   diag         (unused by the runtime; LCT's level kept for its numbering)
-//   info         lifecycle: runtimes and devices made and freed
+//   info         lifecycle: runtimes and devices made and freed; a peer gone
+//                while this rank leaves
 //   debug        the data path: posts, and completions progress dispatches
 //   trace        (unused)
 // Tags name the subsystem: "runtime", "device", "peer", "post", "progress".

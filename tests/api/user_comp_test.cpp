@@ -155,7 +155,8 @@ void every_post_kind(lci::sim::rank_env_t& env) {
     check_status(am_post.completion(am, c.allow_done, name + ": am"), peer, out.data(), c.size,
                  context, name + ": am");
     const lci::status_t arrived = remote.wait_for(++remote_signals);
-    require(arrived.rank == peer && arrived.tag == tag && arrived.size == c.size,
+    require(arrived.rank == peer && arrived.tag == tag && arrived.size == c.size &&
+                arrived.user_context == nullptr,
             name + ": am at the target");
     require(std::memcmp((char*)arrived.get_buffer(), expected.data(), c.size) == 0,
             name + ": am data");
@@ -181,7 +182,8 @@ void every_post_kind(lci::sim::rank_env_t& env) {
     check_status(put_signal_post.completion(put_signal, c.allow_done, name + ": put with signal"),
                  peer, out.data(), c.size, context, name + ": put with signal");
     const lci::status_t landed = remote.wait_for(++remote_signals);
-    require(landed.rank == peer && landed.tag == tag && landed.size == c.size,
+    require(landed.rank == peer && landed.tag == tag && landed.size == c.size &&
+                landed.user_context == nullptr,
             name + ": put with signal at the target");
     require(std::memcmp(window.data() + 32, expected.data(), c.size) == 0,
             name + ": put with signal data");

@@ -2,7 +2,8 @@
 // A rank that finalizes early waits in it until every rank has entered it,
 // so a peer still progressing never sees the early rank's exit as a crash;
 // a peer that crashed instead of finalizing is thrown by g_runtime_fina,
-// naming it. Simulated ranks only; as real processes: early_leaver.cpp.
+// naming it. Simulated ranks (over the simulated network, or with the ibv
+// backend over an emulated fabric); as real processes: early_leaver.cpp.
 #include <gtest/gtest.h>
 
 #include <stdexcept>
@@ -11,6 +12,7 @@
 
 #include "lci.hpp"
 #include "sim/sim_harness_gtest.hpp"
+#include "tests/ibv/ibv_emu_runtime.hpp"
 #include "tests/runtime/runtime_test_util.hpp"
 
 namespace {
@@ -50,24 +52,34 @@ void early_leaver_body(lci::sim::rank_env_t& env, bool default_device) {
                                       " before the last rank entered it");
 }
 
-// (ranks, whether the runtime has a default device)
-class EarlyLeavers : public ::testing::TestWithParam<std::tuple<int, bool>> {};
+// (ranks, whether the runtime has a default device, whether the runtimes
+// use the ibv backend over an emulated fabric instead of the simulated
+// network)
+using early_leavers_param_t = std::tuple<int, bool, bool>;
+class EarlyLeavers : public ::testing::TestWithParam<early_leavers_param_t> {};
 
 TEST_P(EarlyLeavers, WaitForTheLastRankInFinalize) {
   LCI_SIM_ONLY("a flag shared by the ranks; real processes: early_leaver.cpp");
-  const auto [ranks, default_device] = GetParam();
+  const auto [ranks, default_device, ibv] = GetParam();
   lci::sim::sweep_t sweep;
   sweep.seeds_count = 4;
+  if (ibv) {
+    sweep.configure = [ranks = ranks](lci::sim::run_options_t& options) {
+      (void)lci::ibv_test::use_emulated_ibv(&options, ranks);
+    };
+  }
   lci::sim::expect_runs_ok(ranks, sweep, [default_device = default_device](lci::sim::rank_env_t& env) {
     early_leaver_body(env, default_device);
   });
 }
 
 INSTANTIATE_TEST_SUITE_P(
-    Leaving, EarlyLeavers, ::testing::Combine(::testing::Values(2, 4), ::testing::Bool()),
-    [](const ::testing::TestParamInfo<std::tuple<int, bool>>& info) {
+    Leaving, EarlyLeavers,
+    ::testing::Combine(::testing::Values(2, 4), ::testing::Bool(), ::testing::Bool()),
+    [](const ::testing::TestParamInfo<early_leavers_param_t>& info) {
       return std::to_string(std::get<0>(info.param)) + "_ranks" +
-             (std::get<1>(info.param) ? "" : "_no_default_device");
+             (std::get<1>(info.param) ? "" : "_no_default_device") +
+             (std::get<2>(info.param) ? "_ibv_emulated" : "");
     });
 
 constexpr int victim_rank = 2;

@@ -307,14 +307,6 @@ TEST(NetRaw, PutPutImmAndGetIntoRegisteredRegions) {
     cq.poll_until([&] { return landed(window.data() + layout::puts, inject_size_max, peer); },
                   "the peer's injected put");
     expect_invalid_argument(
-        "a put past the window",
-        [&] {
-          return lci::net_post_put_x(peer, source, 11, local_mr, layout::bytes - 10, rmr)
-              .device(device)();
-        },
-        {"net_post_put", "offset = " + std::to_string(layout::bytes - 10), "size = 11",
-         "rank " + std::to_string(peer)});
-    expect_invalid_argument(
         "a get into an empty rmr",
         [&] {
           return lci::net_post_get_x(peer, landing, 8, local_mr, 0, lci::rmr_t{}).device(device)();
@@ -470,9 +462,11 @@ TEST(NetRaw, ProgramMayHoldEveryRegistration) {
   });
 }
 
-// What the network fails comes back as ERROR: a put with a stale key (the
-// target's protection fault) with its post's user_context; a crashed peer
-// as the network's own report, naming it, with none.
+// What the network fails comes back as ERROR: a put past the target's
+// window and a put with a stale key (the target's protection faults: rmr_t
+// carries no size, and the raw layer leaves bounds to the network) with
+// its post's user_context; a crashed peer as the network's own report,
+// naming it, with none.
 TEST(NetRaw, FaultsAndCrashedPeersAreErrors) {
   LCI_SIM_ONLY("a stale key refused at the target and a crashed rank");
   constexpr int victim = 1;
@@ -484,14 +478,24 @@ TEST(NetRaw, FaultsAndCrashedPeersAreErrors) {
     lci::rmr_t rmrs[2];
     env.allgather(&mine, sizeof(mine), rmrs);
     if (env.rank() == victim) {
+      env.barrier();  // the put past the window failed
       lci::deregister_memory(&mr);
       env.barrier();  // the key is stale
       env.barrier();  // the stale put failed
       env.crash();
     }
     raw_cq_t cq(env, device);
-    env.barrier();
     int context = 0;
+    cq.post([&] {
+      return lci::net_post_put_x(victim, bytes.data(), 8, mr, bytes.size() - 4, rmrs[victim])
+          .device(device)
+          .user_context(&context)();
+    });
+    const lci::net_status_t past = cq.take(lci::net_opcode_t::ERROR, 1)[0];
+    require(past.rank == victim && past.user_context == &context,
+            "the put past the window's ERROR lacks its rank or context");
+    env.barrier();
+    env.barrier();
     cq.post([&] {
       return lci::net_post_put_x(victim, bytes.data(), 8, mr, 0, rmrs[victim])
           .device(device)
