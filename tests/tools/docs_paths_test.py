@@ -35,7 +35,7 @@ import re
 import sys
 
 TOP_DIRS = ("\\.ci", "backends", "bench", "config", "docs", "examples", "fuzz",
-            "lci", "sim", "tests", "third_party", "tools")
+            "lci", "lct", "sim", "tests", "third_party", "tools")
 PATH_CHARS = r"[A-Za-z0-9_.{},*+\-/]"
 # A path starts a word: not inside another path (../bench, a/lci/x) or a
 # name (xlci/), and is a top folder followed by a slash.
