@@ -4,6 +4,7 @@
 # a Makefile project (pkg-config), and runs what was built:
 #   hello  (LCI::sim / liblci_sim): 2 ranks on the simulated network, then 3
 #   plain  (LCI::lci / liblci):     without a real network, fails saying so;
+#   hpx_patterns (LCI::sim, LCI::LCI, LCI::LCT): HPX's usage of LCI, 2 ranks;
 #   tools  (LCI::LCI + LCI::LCT / liblci + liblct): LCT's functions, checked;
 #   tools_c (liblct, from the Makefile only): lct.h from strict C99;
 # and when the installed LCI has libfabric (bazel test --config=ofi), each
@@ -74,8 +75,15 @@ check_tools() {
   expect_lines 'filtered out' 0
 }
 
+# check_hpx BINARY: HPX's usage patterns, 2 simulated ranks.
+check_hpx() {
+  run "$1" timeout 120 "$1"
+  expect_lines '^hpx_patterns: ok$' 1
+}
+
 check_all() {
   check_tools "$1/tools"
+  check_hpx "$1/hpx_patterns"
   check_hello "$1/hello"
   check_plain "$1/plain"
   check_launched "$1/hello"
