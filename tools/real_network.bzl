@@ -98,7 +98,7 @@ def repeated_runs_tests(
         checks,
         ranks,
         repeats,
-        repeats_manual,
+        repeats_manual = 0,
         providers = ["shm", "tcp"],
         **kwargs):
     """Per provider, one program run repeated as separate launches.
@@ -107,7 +107,9 @@ def repeated_runs_tests(
     row (each a job of its own under lcirun, each held to `checks`, which
     include the program's own --arg ones), for CI;
     `<name>_<repeats_manual>_ofi_<provider>_<ranks>_test`, tagged manual
-    and sized large, runs it `repeats_manual` times, for a sweep by hand.
+    and sized large, runs it `repeats_manual` times, for a sweep by hand
+    (none when repeats_manual is 0). A CI test of 50 runs or more is sized
+    large (about a second a launch).
 
     Args:
       name: prefix of the test names.
@@ -115,15 +117,15 @@ def repeated_runs_tests(
       checks: program_test.sh arguments of one run.
       ranks: ranks of each run.
       repeats: runs of the CI test.
-      repeats_manual: runs of the manual test.
+      repeats_manual: runs of the manual test; 0: no manual test.
       providers: keys of PROVIDERS.
       **kwargs: further real_network_tests arguments (grace_s, timeout_s).
     """
+    variants = [(name, repeats, "large" if repeats >= 50 else "medium", [])]
+    if repeats_manual > 0:
+        variants.append(("%s_%d" % (name, repeats_manual), repeats_manual, "large", ["manual"]))
     for provider in providers:
-        for test_name, count, size, tags in [
-            (name, repeats, "medium", []),
-            ("%s_%d" % (name, repeats_manual), repeats_manual, "large", ["manual"]),
-        ]:
+        for test_name, count, size, tags in variants:
             real_network_tests(
                 name = test_name,
                 program = program,
