@@ -45,6 +45,8 @@
 #pragma once
 
 #include <cstdint>
+#include <mutex>
+#include <unordered_set>
 
 #include "lci/api/lci_generated.hpp"
 #include "lci/api/lci_types.hpp"
@@ -56,17 +58,53 @@ namespace lci::detail {
 // refuse it.
 enum class comp_kind_t : std::uint8_t { sync, cq, handler, counter, graph, waiter, custom };
 
+// The program's objects alive now (constructed, not yet destroyed), so that
+// free_comp tells one from a stale handle of a runtime's object without
+// reading the object: a freed one cannot say what it was. Touched only when
+// a program's object is made or destroyed, never on the data path.
+class custom_comps_t {
+ public:
+  static void add(const void* comp) {
+    std::lock_guard<std::mutex> guard(mutex());
+    set().insert(comp);
+  }
+  static void remove(const void* comp) {
+    std::lock_guard<std::mutex> guard(mutex());
+    set().erase(comp);
+  }
+  static bool contains(const void* comp) {
+    std::lock_guard<std::mutex> guard(mutex());
+    return set().count(comp) != 0;
+  }
+
+ private:
+  static std::mutex& mutex() {
+    static std::mutex instance;
+    return instance;
+  }
+  static std::unordered_set<const void*>& set() {
+    static std::unordered_set<const void*> instance;
+    return instance;
+  }
+};
+
 class comp_impl_t {
  public:
   using attr_t = attr_comp_t;
   // A program's object: kind custom.
-  comp_impl_t() : kind_(comp_kind_t::custom) { attr.comp_type = attr_comp_type_t::custom; }
+  comp_impl_t() : kind_(comp_kind_t::custom) {
+    attr.comp_type = attr_comp_type_t::custom;
+    custom_comps_t::add(this);
+  }
   explicit comp_impl_t(const attr_t& attr_) : attr(attr_), kind_(comp_kind_t::custom) {
     attr.comp_type = attr_comp_type_t::custom;
+    custom_comps_t::add(this);
   }
   // The runtime's objects.
   explicit comp_impl_t(comp_kind_t kind) : kind_(kind) {}
-  virtual ~comp_impl_t() = default;
+  virtual ~comp_impl_t() {
+    if (kind_ == comp_kind_t::custom) custom_comps_t::remove(this);
+  }
   comp_impl_t(const comp_impl_t&) = delete;
   comp_impl_t& operator=(const comp_impl_t&) = delete;
 

@@ -167,7 +167,8 @@ void free_comp_x::call_impl(comp_t* comp, runtime_t runtime) const {
     throw std::invalid_argument("free_comp: comp is empty (freed twice?)");
   }
   detail::comp_impl_t* const impl = comp->p_impl;
-  if (impl->kind() == detail::comp_kind_t::custom) {
+  // Not impl->kind(): a stale copy of a freed handle points at freed memory.
+  if (detail::custom_comps_t::contains(impl)) {
     delete impl;  // a program's own object (comp_impl.hpp, Ownership)
   } else if (!detail::free_outlived_comp(impl)) {
     resolve_runtime(runtime).free_comp(impl);
