@@ -1,4 +1,4 @@
-// The emulated verbs device's wire rules (backends/ibv/ibv_emu_fabric.hpp):
+// The emulated verbs device's wire rules (backends/ibv_emu/ibv_emu_fabric.hpp):
 // receiver-not-ready retries, CQ overrun, RC ordering, write-with-immediate
 // consuming a receive, transport retries, and determinism under a seed.
 // Each test breaks its rule on purpose and checks the spec'd outcome.

@@ -26,7 +26,7 @@
 #include <string>
 #include <vector>
 
-#include "backends/ibv/ibv_emu_fabric.hpp"
+#include "backends/ibv_emu/ibv_emu_fabric.hpp"
 #include "sim/sim_harness.hpp"
 #include "sim/sim_seed.hpp"
 #include "tests/ibv/ibv_emu_runtime.hpp"
