@@ -28,7 +28,7 @@
 #include "backends/ibv_emu/ibv_emu_fabric.hpp"
 #include "sim/sim_harness.hpp"
 #include "sim/sim_seed.hpp"
-#include "tests/ibv/ibv_device_test_util.hpp"
+#include "tests/backends/ibv/ibv_device_test_util.hpp"
 
 namespace lci::backends::ibv {
 namespace {

@@ -27,8 +27,8 @@
 #include "lci/util/atomic.hpp"
 #include "sim/sim_harness.hpp"
 #include "sim/sim_seed.hpp"
-#include "tests/ibv/ibv_device_test_util.hpp"
-#include "tests/ibv/ibv_forwarding_verbs.hpp"
+#include "tests/backends/ibv/ibv_device_test_util.hpp"
+#include "tests/backends/ibv/ibv_forwarding_verbs.hpp"
 
 namespace lci::backends::ibv {
 namespace {

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "tests/ibv/ibv_emu_test_util.hpp"
+#include "tests/backends/ibv/ibv_emu_test_util.hpp"
 
 namespace lci::backends::ibv::testing {
 namespace {

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "sim/sim_seed.hpp"
-#include "tests/ibv/ibv_emu_test_util.hpp"
+#include "tests/backends/ibv/ibv_emu_test_util.hpp"
 
 namespace lci::backends::ibv::testing {
 namespace {

@@ -29,7 +29,7 @@
 #include "backends/ibv_emu/ibv_emu_fabric.hpp"
 #include "sim/sim_harness.hpp"
 #include "sim/sim_seed.hpp"
-#include "tests/ibv/ibv_emu_runtime.hpp"
+#include "tests/backends/ibv/ibv_emu_runtime.hpp"
 #include "tests/soak/soak_options.hpp"
 #include "tests/soak/soak_workload.hpp"
 
