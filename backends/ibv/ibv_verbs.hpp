@@ -5,10 +5,11 @@
 // <infiniband/verbs.h> and libibverbs' own conventions, so the backend source
 // reads as verbs code and runs unchanged over either implementation:
 //   real_verbs_t (ibv_verbs_real.hpp, --config=ibv): forwards to libibverbs.
-//   emu_fabric_t::verbs(hca) (ibv_emu_fabric.hpp, every build): an emulated
-//     device on a seeded, virtual-time wire, which follows the verbs spec
-//     where the backend relies on it (QP state machine, queue depths, RNR,
-//     CQ overrun, inline limit, rkey/bounds/access checks, RC ordering).
+//   emu_fabric_t::verbs(hca) (backends/ibv_emu/ibv_emu_fabric.hpp, every
+//     build): an emulated device on a seeded, virtual-time wire, which
+//     follows the verbs spec where the backend relies on it (QP state
+//     machine, queue depths, RNR, CQ overrun, inline limit,
+//     rkey/bounds/access checks, RC ordering).
 // The backend never calls an ibv_* function (nor the inline ones of
 // verbs.h, which dispatch through ibv_context::ops) except through this
 // table, and never reads an object's field the table did not fill (the

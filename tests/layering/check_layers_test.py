@@ -83,6 +83,17 @@ class BadIncludes(unittest.TestCase):
             {"backends/ibv/ibv_probe.cpp": include("backends/ofi/ofi_probe.hpp")},
             "layer ibv may not include layer ofi")
 
+    def test_the_ibv_backend_may_not_include_its_emulation(self):
+        # The emulated verbs device is a test double: only tests link it.
+        self.assert_one_error(
+            {"backends/ibv/ibv_device.cpp": include("backends/ibv_emu/ibv_emu_fabric.hpp")},
+            "layer ibv may not include layer ibv_emu")
+
+    def test_the_ibv_emulation_may_not_include_the_sim_harness(self):
+        self.assert_one_error(
+            {"backends/ibv_emu/ibv_emu_fabric.cpp": include("sim/sim_harness.hpp")},
+            "layer ibv_emu may not include layer sim_harness")
+
     def test_a_data_structure_may_not_include_the_runtime(self):
         self.assert_one_error(
             {"lci/comp/sync.hpp": include("lci/runtime/runtime_impl.hpp")},

@@ -12,7 +12,7 @@
 
 #include "lci.hpp"
 #include "sim/sim_harness_gtest.hpp"
-#include "tests/ibv/ibv_emu_runtime.hpp"
+#include "tests/backends/ibv/ibv_emu_runtime.hpp"
 #include "tests/runtime/runtime_test_util.hpp"
 
 namespace {

@@ -1,6 +1,6 @@
 // The paradigm matrix's dimensions, shared by every backend's matrix test
 // (tests/runtime/paradigm_matrix_test.cpp on the simulated network,
-// tests/ibv/ibv_paradigm_matrix_test.cpp on the emulated verbs device):
+// tests/backends/ibv/ibv_paradigm_matrix_test.cpp on the emulated verbs device):
 // every paradigm x message sizes across the protocol thresholds x
 // completion object x {1, 4} threads x {shared device, device per thread} x
 // {2, 4} ranks. tests/runtime/workload.hpp says what one case does.

@@ -67,6 +67,10 @@ LAYERS = [
     Layer("ofi", ["backends/ofi/"], ["util", "bootstrap", "backend_contract"]),
     Layer("ibv", ["backends/ibv/"], ["util", "bootstrap", "backend_contract"]),
     Layer("sim_network", SIM_NETWORK, ["util", "backend_contract"]),
+    # The emulated verbs device, a test double: the ibv backend's verbs
+    # table over the simulator's scheduler and PRNG. No layer lists it, so
+    # no library file (the ibv backend's included) includes it; tests do.
+    Layer("ibv_emu", ["backends/ibv_emu/"], ["util", "ibv", "sim_network"]),
     # The one list of the real backends a build links (the runtime opens
     # them through it, never directly).
     Layer("backend_list", ["backends/linked_backends."],

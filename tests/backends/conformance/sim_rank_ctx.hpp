@@ -2,7 +2,7 @@
 // a rank of a simulated run (sim/sim_harness.hpp), for every backend whose
 // suite runs on the simulator: the simulated network itself
 // (sim_conformance_test.cpp) and backends over an emulated device
-// (tests/ibv/ibv_conformance_test.cpp). A subclass supplies context().
+// (tests/backends/ibv/ibv_conformance_test.cpp). A subclass supplies context().
 //
 // The barrier keeps polling the rank's endpoints while it waits: with
 // manual progress (an RMA lands, a connection is accepted, a QP in error is

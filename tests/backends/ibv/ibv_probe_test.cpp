@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "backends/ibv/ibv_emu_fabric.hpp"
+#include "backends/ibv_emu/ibv_emu_fabric.hpp"
 
 namespace {
 

@@ -1,4 +1,4 @@
-// Test helpers over the emulated verbs fabric (backends/ibv/ibv_emu_fabric.hpp):
+// Test helpers over the emulated verbs fabric (backends/ibv_emu/ibv_emu_fabric.hpp):
 // two HCAs, each with a context, PD, CQ, SRQ (optional) and one RC QP,
 // connected to each other through the verbs table only, as a backend does.
 // Every call is checked; the rule tests then break one rule on purpose.
@@ -14,8 +14,8 @@
 #include <cstring>
 #include <vector>
 
-#include "backends/ibv/ibv_emu_fabric.hpp"
 #include "backends/ibv/ibv_verbs.hpp"
+#include "backends/ibv_emu/ibv_emu_fabric.hpp"
 
 namespace lci::backends::ibv::testing {
 

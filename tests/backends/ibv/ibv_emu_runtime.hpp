@@ -1,5 +1,5 @@
 // Runs simulated ranks whose LCI runtimes use the ibv backend over one
-// emulated verbs fabric (backends/ibv/ibv_emu_fabric.hpp) instead of the
+// emulated verbs fabric (backends/ibv_emu/ibv_emu_fabric.hpp) instead of the
 // simulated network: each rank's runtime gets an ibv_context_t over its own
 // HCA, bootstrapped through the harness (sim::run_options_t::
 // make_runtime_context). The fabric is seeded with the run's seed, so a
@@ -12,7 +12,7 @@
 #include <memory>
 
 #include "backends/ibv/ibv_context.hpp"
-#include "backends/ibv/ibv_emu_fabric.hpp"
+#include "backends/ibv_emu/ibv_emu_fabric.hpp"
 #include "sim/sim_harness.hpp"
 
 namespace lci::ibv_test {

@@ -25,10 +25,10 @@
 #include "backends/backend.hpp"
 #include "backends/ibv/ibv_context.hpp"
 #include "backends/ibv/ibv_device.hpp"
-#include "backends/ibv/ibv_emu_fabric.hpp"
+#include "backends/ibv_emu/ibv_emu_fabric.hpp"
 #include "sim/sim_harness.hpp"
 #include "sim/sim_seed.hpp"
-#include "tests/ibv/ibv_device_test_util.hpp"
+#include "tests/backends/ibv/ibv_device_test_util.hpp"
 
 namespace lci::backends::ibv {
 namespace {

@@ -12,7 +12,7 @@
 
 #include "backends/backend.hpp"
 #include "backends/ibv/ibv_context.hpp"
-#include "backends/ibv/ibv_emu_fabric.hpp"
+#include "backends/ibv_emu/ibv_emu_fabric.hpp"
 #include "lci/util/error.hpp"
 #include "sim/sim_harness.hpp"
 

@@ -11,7 +11,7 @@
 
 
 #include "sim/sim_harness_gtest.hpp"
-#include "tests/ibv/ibv_emu_runtime.hpp"
+#include "tests/backends/ibv/ibv_emu_runtime.hpp"
 #include "tests/runtime/paradigm_matrix.hpp"
 #include "tests/runtime/workload.hpp"
 

@@ -1,4 +1,4 @@
-#include "backends/ibv/ibv_emu_fabric.hpp"
+#include "backends/ibv_emu/ibv_emu_fabric.hpp"
 
 #include <algorithm>
 #include <cerrno>

@@ -1,4 +1,4 @@
-// The emulated verbs device's local rules (backends/ibv/ibv_emu_fabric.hpp):
+// The emulated verbs device's local rules (backends/ibv_emu/ibv_emu_fabric.hpp):
 // the QP state machine, send-queue/SRQ/receive-queue depths, the inline
 // limit, registration access flags, and resources in use. Each test breaks
 // its rule on purpose and checks the outcome the verbs spec gives.
@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "tests/ibv/ibv_emu_test_util.hpp"
+#include "tests/backends/ibv/ibv_emu_test_util.hpp"
 
 namespace lci::backends::ibv::testing {
 namespace {

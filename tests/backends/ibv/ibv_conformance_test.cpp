@@ -1,6 +1,6 @@
 // The backend conformance suite (tests/backends/conformance/) over the ibv
 // backend (backends/ibv/ibv_device.hpp) on the emulated verbs device
-// (backends/ibv/ibv_emu_fabric.hpp): every rank of a simulated run opens
+// (backends/ibv_emu/ibv_emu_fabric.hpp): every rank of a simulated run opens
 // its own HCA of one emulated fabric, seeded like the run; several seeds in
 // deterministic mode (fibers), and the wire with delay spikes.
 #include <gtest/gtest.h>
@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "backends/ibv/ibv_context.hpp"
-#include "backends/ibv/ibv_emu_fabric.hpp"
+#include "backends/ibv_emu/ibv_emu_fabric.hpp"
 #include "sim/sim_faults.hpp"
 #include "sim/sim_harness.hpp"
 #include "sim/sim_seed.hpp"

@@ -14,7 +14,7 @@
 #include "lci.hpp"
 #include "sim/sim_harness.hpp"
 #include "sim/sim_seed.hpp"
-#include "tests/ibv/ibv_emu_runtime.hpp"
+#include "tests/backends/ibv/ibv_emu_runtime.hpp"
 
 namespace {
 

@@ -1,4 +1,4 @@
-// The emulated verbs device's wire rules (backends/ibv/ibv_emu_fabric.hpp):
+// The emulated verbs device's wire rules (backends/ibv_emu/ibv_emu_fabric.hpp):
 // receiver-not-ready retries, CQ overrun, RC ordering, write-with-immediate
 // consuming a receive, transport retries, and determinism under a seed.
 // Each test breaks its rule on purpose and checks the spec'd outcome.
@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "sim/sim_seed.hpp"
-#include "tests/ibv/ibv_emu_test_util.hpp"
+#include "tests/backends/ibv/ibv_emu_test_util.hpp"
 
 namespace lci::backends::ibv::testing {
 namespace {

@@ -6,7 +6,7 @@
 // Design and the list of rules: docs/backends/ibv.md, "The emulated device".
 //
 // Rules it enforces, as the verbs spec states them (each has a test in
-// tests/ibv/ that breaks it on purpose):
+// tests/backends/ibv/ that breaks it on purpose):
 //   QP state machine  RESET->INIT->RTR->RTS, any->RESET, any->ERR, INIT->INIT,
 //                     RTS->RTS; any other transition, a missing required
 //                     attribute or one not allowed for the transition:

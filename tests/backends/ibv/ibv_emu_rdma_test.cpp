@@ -1,5 +1,5 @@
 // The emulated verbs device's RDMA and protection rules
-// (backends/ibv/ibv_emu_fabric.hpp): rkey, bounds and access-flag checks at
+// (backends/ibv_emu/ibv_emu_fabric.hpp): rkey, bounds and access-flag checks at
 // the responder (remote access error: QPs to ERR, later WRs flushed, target
 // memory untouched, the connection re-established through RESET), local
 // key checks, and a receive too small for its message. Each test breaks its
@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "sim/sim_seed.hpp"
-#include "tests/ibv/ibv_emu_test_util.hpp"
+#include "tests/backends/ibv/ibv_emu_test_util.hpp"
 
 namespace lci::backends::ibv::testing {
 namespace {

@@ -26,10 +26,10 @@
 #include <string>
 #include <vector>
 
-#include "backends/ibv/ibv_emu_fabric.hpp"
+#include "backends/ibv_emu/ibv_emu_fabric.hpp"
 #include "sim/sim_harness.hpp"
 #include "sim/sim_seed.hpp"
-#include "tests/ibv/ibv_emu_runtime.hpp"
+#include "tests/backends/ibv/ibv_emu_runtime.hpp"
 #include "tests/soak/soak_options.hpp"
 #include "tests/soak/soak_workload.hpp"
 
