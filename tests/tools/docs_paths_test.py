@@ -116,7 +116,7 @@ def split_list(path):
 
 
 def names_target(root, path):
-    """A path-shaped label, `tests/ibv/ibv_lock_test`: its folder's BUILD names it."""
+    """A path-shaped label, `tests/backends/ibv/ibv_lock_test`: its folder's BUILD names it."""
     package, target = os.path.split(path.rstrip("/"))
     return bool(package) and label_exists(root, package, target)
 
