@@ -162,7 +162,7 @@ class ibv_device_t final : public backend::net_device_t {
     ibv_wr_opcode opcode = IBV_WR_SEND;  // send side
     bool is_recv = false;
     bool is_notice = false;  // one of the device's own receives on the RMA SRQ
-    bool silent = false;                 // an "s" variant: success not reported
+    bool inject = false;                 // net_post_sends/puts: success not reported
     bool is_probe = false;               // the device's own liveness probe
     bool is_goodbye = false;             // the device's own farewell (say_goodbye)
     bool is_inline = false;

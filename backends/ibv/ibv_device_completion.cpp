@@ -72,7 +72,7 @@ std::size_t ibv_device_t::drain_settled(net_status_t* statuses, std::size_t stat
     status.opcode = local_opcode(op->opcode);
     status.fault = op->fault;
     status.rank = op->rank;
-    status.user_context = op->silent ? nullptr : op->user_context;
+    status.user_context = op->inject ? nullptr : op->user_context;
     status.length = op->length;
     if (op->fault == net_fault_t::protection) status.fault_address = op->remote_address;
     release_op(op);
@@ -126,7 +126,7 @@ bool ibv_device_t::take_send_error(const ibv_wc& wc, op_t* op, net_status_t* sta
   *status = net_status_t{};
   status->opcode = local_opcode(op->opcode);
   status->rank = op->rank;
-  status->user_context = op->silent ? nullptr : op->user_context;
+  status->user_context = op->inject ? nullptr : op->user_context;
   status->length = op->length;
   const bool refused = wc.status == IBV_WC_REM_ACCESS_ERR || wc.status == IBV_WC_REM_INV_REQ_ERR;
   if (refused && op->opcode != IBV_WR_SEND_WITH_IMM && !is_dead(peer)) {
@@ -185,7 +185,7 @@ bool ibv_device_t::take_wc(const ibv_wc& wc, net_status_t* status) {
   if (wc.status != IBV_WC_SUCCESS) return take_send_error(wc, op, status);
   channel.recovering = false;  // the peer's QP answers again
   channel.repair_rounds = 0;
-  const bool report = !op->silent;
+  const bool report = !op->inject;
   if (report) {
     *status = net_status_t{};
     status->opcode = local_opcode(op->opcode);

@@ -96,7 +96,7 @@ bool ibv_device_t::probe_next_peer() {
     op->state = op_state_t::settled;
     op->opcode = IBV_WR_RDMA_WRITE;
     op->rank = static_cast<int>(rank);
-    op->silent = true;
+    op->inject = true;
     op->is_probe = true;
     if (post_wr(channel, op) != 0) {
       release_op(op);
@@ -185,7 +185,7 @@ void ibv_device_t::say_goodbye() {
     op->state = op_state_t::settled;
     op->opcode = IBV_WR_SEND;
     op->rank = static_cast<int>(rank);
-    op->silent = true;
+    op->inject = true;
     op->is_goodbye = true;
     channel_t& channel = channel_of(op);
     util::spinlock_guard_t guard(*channel.lock);

@@ -25,13 +25,13 @@ struct ibv_device_t::post_args_t {
   std::uint64_t offset;
   net_rmr_t rmr;
   net_imm_data_t imm_data;
-  bool silent;
+  bool inject;
   void* user_context;
 };
 
 error_t ibv_device_t::fill_op(op_t* op, const post_args_t& args) {
   op->opcode = args.opcode;
-  op->silent = args.silent;
+  op->inject = args.inject;
   op->rank = args.rank;
   op->user_context = args.user_context;
   op->buffer = const_cast<void*>(args.buffer);
@@ -40,7 +40,7 @@ error_t ibv_device_t::fill_op(op_t* op, const post_args_t& args) {
   op->remote_address = args.rmr.base + args.offset;
   op->rkey = static_cast<std::uint32_t>(args.rmr.rkey);
   op->is_inline = args.opcode != IBV_WR_RDMA_READ && args.size <= inline_max_ &&
-                  (args.silent || args.mr.is_empty());
+                  (args.inject || args.mr.is_empty());
   if (op->is_inline) {  // kept in the device: it may be posted again after a repair
     const auto index = static_cast<std::size_t>(op - ops_.data());
     unsigned char* slot = inline_arena_.data() + index * inline_max_;
@@ -96,7 +96,7 @@ int ibv_device_t::post_wr(channel_t& channel, op_t* op) {
 }
 
 error_t ibv_device_t::post_op(const char* what, const post_args_t& args) {
-  const std::size_t size_max = args.silent ? inline_max_ : attr_.max_msg_size;
+  const std::size_t size_max = args.inject ? inline_max_ : attr_.max_msg_size;
   backend::check_post_target(what, args.rank, ranks_count_, args.buffer, args.size, size_max);
   peer_t& peer = peers_[static_cast<std::size_t>(args.rank)];
   const bool is_send = args.opcode == IBV_WR_SEND || args.opcode == IBV_WR_SEND_WITH_IMM;
@@ -122,7 +122,7 @@ error_t ibv_device_t::post_op(const char* what, const post_args_t& args) {
     release_op(op);
     return filled;
   }
-  const error_t accepted = args.silent ? errorcode_t::done : errorcode_t::posted;
+  const error_t accepted = args.inject ? errorcode_t::done : errorcode_t::posted;
   // acquire: pairs with the release in mark_dead() [D]; a peer found dead
   // later fails what this posts through the verbs.
   // Equivalent mutants: mo_weaken. Stronger than needed: a post that finds the

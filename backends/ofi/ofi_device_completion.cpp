@@ -170,7 +170,7 @@ bool ofi_device_impl_t::translate_locked(const void* raw_entry, std::uint64_t so
   status->rank = op->rank;
   status->user_context = op->user_context;
   status->length = op->length;
-  const bool report = !op->silent;
+  const bool report = !op->inject;
   if (op->opcode == net_opcode_t::recv) {
     status->rank = rank_of(source);
     status->buffer = op->buffer;

@@ -124,7 +124,7 @@ bool ofi_device_impl_t::may_repost(const op_t& op) const {
   if (!within_repost_limits(op) || !peers_.is_alive(op.rank)) return false;
   // An inject's payload is the caller's again unless the device kept it
   // (keep_payload_locked); a notice has none.
-  return !op.silent || op.is_notice || !injects_kept_.empty();
+  return !op.inject || op.is_notice || !injects_kept_.empty();
 }
 
 // ---- dead peers ----

@@ -62,7 +62,7 @@ error_t ofi_device_impl_t::refused_locked(int rank) {
 
 error_t ofi_device_impl_t::finish_post_locked(op_t* op, long rc, const char* call) {
   const error_t accepted =
-      op->opcode == net_opcode_t::recv || op->silent ? errorcode_t::done : errorcode_t::posted;
+      op->opcode == net_opcode_t::recv || op->inject ? errorcode_t::done : errorcode_t::posted;
   if (rc == 0) {
     op->state = op_state_t::posted;
     return accepted;
@@ -143,11 +143,11 @@ error_t ofi_device_impl_t::post_recv_multi(void* buffer, std::size_t size, void*
 }
 
 error_t ofi_device_impl_t::post_message(int rank, const void* buffer, std::size_t size, net_mr_t mr,
-                                   net_imm_data_t imm_data, void* user_context, bool silent) {
+                                   net_imm_data_t imm_data, void* user_context, bool inject) {
   util::try_lock_guard_t guard(lock_, post_lock_pauses_max,
                                waits_for_lock(backend::net_lock_try_send));
   if (!guard.owns_lock()) return errorcode_t::retry_lock;
-  if (silent && injects_final_ && dead_[rank] == 0) {
+  if (inject && injects_final_ && dead_[rank] == 0) {
     // No op, no completion (see injects_final_): fi_injectdata never
     // generates one.
     const long rc = fi_injectdata(ep_, buffer, size, imm_data, address_of(rank));
@@ -161,21 +161,21 @@ error_t ofi_device_impl_t::post_message(int rank, const void* buffer, std::size_
   op->rank = rank;
   op->length = size;
   op->user_context = user_context;
-  op->silent = silent;
+  op->inject = inject;
   if (dead_[rank] != 0) {
     fail_locked(op, net_fault_t::peer_crashed);
-    return silent ? errorcode_t::done : errorcode_t::posted;
+    return inject ? errorcode_t::done : errorcode_t::posted;
   }
   // libfabric only reads it; an inject's payload is kept (keep_payload_locked).
-  op->buffer = silent ? keep_payload_locked(op, buffer, size) : const_cast<void*>(buffer);
-  op->desc = silent ? nullptr : mr_desc(mr);
+  op->buffer = inject ? keep_payload_locked(op, buffer, size) : const_cast<void*>(buffer);
+  op->desc = inject ? nullptr : mr_desc(mr);
   op->cq_data = imm_data;
-  op->flags = FI_COMPLETION | FI_REMOTE_CQ_DATA | (silent ? FI_INJECT : 0);
+  op->flags = FI_COMPLETION | FI_REMOTE_CQ_DATA | (inject ? FI_INJECT : 0);
   return finish_post_locked(op, issue_send_locked(op), "fi_sendmsg");
 }
 
 void* ofi_device_impl_t::keep_payload_locked(const op_t* op, const void* buffer, std::size_t size) {
-  LCI_ASSERT(op->silent, "only an inject's payload is the caller's again at once");
+  LCI_ASSERT(op->inject, "only an inject's payload is the caller's again at once");
   LCI_ASSERT(size <= attr_.inject_size_max, "an inject over the inject size");
   if (injects_kept_.empty()) return const_cast<void*>(buffer);
   char* kept = &injects_kept_[ops_.send_index_of(op) * attr_.inject_size_max];
@@ -207,15 +207,15 @@ error_t ofi_device_impl_t::post_rma(const rma_args_t& args) {
   op->rank = args.rank;
   op->length = args.size;
   op->user_context = args.user_context;
-  op->silent = args.silent;
+  op->inject = args.inject;
   op->remote_address = args.rmr.base + args.offset;
   if (dead_[args.rank] != 0) {
     fail_locked(op, net_fault_t::peer_crashed);
-    return args.silent ? errorcode_t::done : errorcode_t::posted;
+    return args.inject ? errorcode_t::done : errorcode_t::posted;
   }
   if (write && args.size == 0) return post_empty_write_locked(op, args);
-  op->buffer = args.silent ? keep_payload_locked(op, args.local, args.size) : args.local;
-  op->desc = args.silent ? nullptr : mr_desc(args.mr);
+  op->buffer = args.inject ? keep_payload_locked(op, args.local, args.size) : args.local;
+  op->desc = args.inject ? nullptr : mr_desc(args.mr);
   op->rma_address = remote_address(args.rmr, args.offset);
   op->rkey = args.rmr.rkey;
   op->flags = FI_COMPLETION;
@@ -225,7 +225,7 @@ error_t ofi_device_impl_t::post_rma(const rma_args_t& args) {
   } else if (args.with_imm) {
     op->notice_data = put_imm_data(args.size, args.imm_data);
   }
-  if (args.silent) op->flags |= FI_INJECT;
+  if (args.inject) op->flags |= FI_INJECT;
   // Delivery complete: see "Faults" in docs/backends/ofi.md.
   if (write) op->flags |= FI_DELIVERY_COMPLETE;
   return finish_post_locked(op, issue_rma_locked(op), write ? "fi_writemsg" : "fi_readmsg");

@@ -25,16 +25,16 @@ constexpr std::uint64_t notice_tag = 0x4C4349;  // "LCI"
 }  // namespace
 
 error_t ofi_device_impl_t::post_empty_write_locked(op_t* op, const rma_args_t& args) {
-  const error_t accepted = args.silent ? errorcode_t::done : errorcode_t::posted;
+  const error_t accepted = args.inject ? errorcode_t::done : errorcode_t::posted;
   if (args.with_imm) {
     // The notice's completion reports as this op: opcode write, the
-    // caller's context, silent or not.
+    // caller's context, inject or not.
     op->notice_data = put_imm_data(0, args.imm_data);
     op->is_notice = true;
     post_notice_locked(op);
     return accepted;
   }
-  if (args.silent) {
+  if (args.inject) {
     ops_.release(op);
     return accepted;
   }
@@ -58,7 +58,7 @@ void ofi_device_impl_t::send_notice_locked(op_t* op) {
   // complete): it is done for the caller; now tell the target.
   op->state = op_state_t::taken;
   op->is_notice = true;
-  op->silent = true;
+  op->inject = true;
   op->user_context = nullptr;
   post_notice_locked(op);
 }

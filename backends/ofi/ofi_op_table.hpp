@@ -85,7 +85,7 @@ struct op_t {
   bool is_notice = false;
   std::uint8_t reposts = 0;  // times posted again after a lost connection
   std::uint64_t repost_at_ns = 0;  // not posted again before (steady clock)
-  bool silent = false;    // an "s" variant: success is not reported
+  bool inject = false;    // net_post_sends/puts: success is not reported
   // recv: a post_recv_multi buffer (buffer, length: all of it), posted until
   // libfabric releases it; the messages it has taken so far (the release
   // reports them as buffer_messages).

@@ -139,7 +139,7 @@ class ofi_device_impl_t final : public ofi_device_t {
     bool with_imm;
     backend::net_imm_data_t imm_data;
     void* user_context;
-    bool silent;
+    bool inject;
   };
 
   // ---- life (ofi_device.cpp) ----
@@ -156,9 +156,9 @@ class ofi_device_impl_t final : public ofi_device_t {
   // ---- posting (ofi_device_post.cpp) ----
   [[nodiscard]] error_t post_message(int rank, const void* buffer, std::size_t size,
                                      backend::net_mr_t mr, backend::net_imm_data_t imm_data,
-                                     void* user_context, bool silent);
+                                     void* user_context, bool inject);
   [[nodiscard]] error_t post_rma(const rma_args_t& args);
-  // Under lock_: what an inject (`op`, silent) sends from: a copy of
+  // Under lock_: what an inject (`op`) sends from: a copy of
   // [buffer, buffer + size) in injects_kept_, or the caller's buffer where
   // the device keeps none.
   void* keep_payload_locked(const op_t* op, const void* buffer, std::size_t size);
