@@ -3,8 +3,9 @@
 // attributes (upstream LCI 2.x has them, so programs written for it
 // compile, but this runtime does not act on them) and the reason for each
 // are declared once, in the API description (lci/api/lci_api.def:
-// `refusal` lines and attributes marked `refused`), and the generated
-// detail::find_refused finds them.
+// `refusal` lines and attributes marked `refused`); the generated
+// detail::find_refused finds them, and docs/reference/attributes.md lists
+// them.
 //
 // A refused attribute is accepted at its description default (upstream
 // programs pass defaults explicitly) and refused otherwise, however it was

@@ -8,6 +8,7 @@ import textwrap
 import unittest
 
 from tools.api_gen import gen_api
+from tools.api_gen import gen_reference
 
 # A valid description the error cases below each break in one place.
 VALID = textwrap.dedent("""\
@@ -214,6 +215,21 @@ class SettingsTest(DescriptionTestCase):
         self.assertIn("inline constexpr size_t env_depth_default = 12;", header)
         self.assertIn("size_t env_depth();", header)
         self.assertIn('read_attr_env("LCI_DEPTH", &value);', source)
+
+    def test_reference_pages_list_everything(self):
+        api = parse(SETTINGS)
+        attributes = gen_reference.attributes_page(api, "t.def")
+        for text in ("`LCI_ATTR_COUNT`", "`LCI_ATTR_OLD`", "[`unused`](#refused-attributes)",
+                     "unless the network is ibv", "real 64, simulated 4",
+                     "| `slots` | 64 | 4 | doc |"):
+            self.assertIn(text, attributes)
+        environment = gen_reference.environment_page(api, "t.def")
+        self.assertIn("| `LCI_KNOB` | flag | `0` | test only: doc |", environment)
+        self.assertIn("`LCI_FAMILY_<KIND>`", environment)
+        reference = gen_reference.api_page(api, "t.def")
+        self.assertIn("### alloc_widget", reference)
+        self.assertIn("`widget_t alloc_widget(int seed)`", reference)
+        self.assertIn("| `peer` | `widget_t` | `{}` | doc |", reference)
 
 
 class CommandLineTest(unittest.TestCase):
