@@ -19,7 +19,9 @@
 #include "backends/ofi/detail/ofi_check.hpp"
 #include "backends/ofi/detail/ofi_device_impl.hpp"
 #include "backends/ofi/ofi_context.hpp"
+#include "backends/ofi/ofi_test_hooks.hpp"
 #include "lci/util/assert.hpp"
+#include "lci/util/atomic.hpp"
 
 namespace lci::backends::ofi {
 
@@ -45,15 +47,6 @@ constexpr std::size_t name_size_max = 1024;
 // instructions (docs/backends/ofi.md, "Multi-receive buffers").
 bool multi_recv_enabled() {
   const char* value = std::getenv("LCI_OFI_MULTI_RECV");
-  return value != nullptr && std::strcmp(value, "1") == 0;
-}
-
-// LCI_OFI_QUIRK_REMOTE_RMA_CONTEXT=1: every target-side RMA completion read
-// from the CQ gets op_context 0x1, as shm of libfabric 1.17 sometimes hands
-// one (translate_locked()): every run then shows that the backend copes,
-// not only the few where shm does it (//tests/soak:rdv_burst_quirk_test).
-bool quirk_remote_rma_context_enabled() {
-  const char* value = std::getenv("LCI_OFI_QUIRK_REMOTE_RMA_CONTEXT");
   return value != nullptr && std::strcmp(value, "1") == 0;
 }
 
@@ -119,7 +112,7 @@ ofi_device_impl_t::ofi_device_impl_t(const fi_info* info, fid_fabric* fabric,
   LCI_ASSERT(attr_.net_max_sends > 0 && attr_.net_max_recvs > 0, "provider queues are empty");
   const char* provider = info->fabric_attr->prov_name;
   injects_final_ = provider != nullptr && std::string(provider) == "shm";
-  quirk_remote_rma_context_ = quirk_remote_rma_context_enabled();
+  quirk_remote_rma_context_ = test_hooks::remote_rma_context_forced();
   if (!injects_final_) injects_kept_.resize(attr_.net_max_sends * attr_.inject_size_max);
   const int mr_mode = info->domain_attr->mr_mode;
   virt_addr_ = (mr_mode & FI_MR_VIRT_ADDR) != 0;
@@ -235,3 +228,21 @@ std::unique_ptr<ofi_device_t> make_device(const fi_info* info, fid_fabric* fabri
 }
 
 }  // namespace lci::backends::ofi
+
+namespace lci::backends::ofi::test_hooks {
+
+namespace {
+// Function-local: a test library's static initializer may set it before
+// this file's globals are initialized.
+util::atomic<bool>& remote_rma_context_flag() {
+  static util::atomic<bool> flag{false};
+  return flag;
+}
+}  // namespace
+
+// relaxed: a flag with no data behind it; devices read it when constructed,
+// after the test library set it at load.
+void force_remote_rma_context(bool on) { remote_rma_context_flag().store(on, util::mo_relaxed); }
+bool remote_rma_context_forced() { return remote_rma_context_flag().load(util::mo_relaxed); }
+
+}  // namespace lci::backends::ofi::test_hooks

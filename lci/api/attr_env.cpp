@@ -3,6 +3,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <limits>
 #include <map>
@@ -191,6 +192,19 @@ bool read_attr_env(const char* variable, const char** out) {
   if (text == nullptr) return false;
   *out = text;
   return true;
+}
+
+std::string attr_value_text(bool value) { return value ? "true" : "false"; }
+std::string attr_value_text(int value) { return std::to_string(value); }
+std::string attr_value_text(unsigned long value) { return std::to_string(value); }
+std::string attr_value_text(unsigned long long value) { return std::to_string(value); }
+
+std::string attr_value_text(double value) {
+  char text[32];
+  const int length = std::snprintf(text, sizeof(text), "%g", value);
+  LCI_ASSERT(length > 0, "a double prints");
+  LCI_ASSERT(static_cast<std::size_t>(length) < sizeof(text), "a double's %g text fits");
+  return text;
 }
 
 const char* enum_name(enum_names_t table, int value) {

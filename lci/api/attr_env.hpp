@@ -1,7 +1,8 @@
 // attr_env: reads resource attributes from LCI_ATTR_<NAME> environment
 // variables, one function per attribute type, for the default-attribute
-// getters generated from the API description (lci_generated_attr.cpp), and
-// the name tables behind the generated enums' get_*_str / parse_*.
+// getters generated from the API description (lci_generated_attr.cpp); the
+// text of a value for the generated refusals; and the name tables behind
+// the generated enums' get_*_str / parse_*.
 //
 // Accepted values (anything else is refused; no surrounding blanks):
 //   unsigned (size_t, uint64_t)  decimal or 0x-prefixed hex, then an optional
@@ -48,6 +49,14 @@ bool read_attr_env(const char* variable, double* out);
 bool read_attr_env(const char* variable, bool* out);
 bool read_attr_env(const char* variable, std::string* out);
 bool read_attr_env(const char* variable, const char** out);
+
+// An attribute's value as messages show it: true/false, decimal integers,
+// a double as %g prints it (0.5, not 0.500000). Allocation: the string.
+std::string attr_value_text(bool value);
+std::string attr_value_text(int value);
+std::string attr_value_text(unsigned long value);
+std::string attr_value_text(unsigned long long value);
+std::string attr_value_text(double value);
 
 // Replaces the process-wide values that stand in for the environment:
 // (variable, value text) pairs, each variable once; an empty list leaves

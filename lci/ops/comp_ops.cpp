@@ -92,8 +92,8 @@ void counter_set_x::call_impl(comp_t comp, int64_t value, runtime_t runtime) con
 comp_t alloc_cq_x::call_impl(const attr_comp_t& attr_in, runtime_t runtime) const {
   attr_comp_t attr = attr_in;
   if (attr.default_length == 0) {
-    attr.default_length =
-        static_cast<int>(detail::cq_default_length(resolve_runtime(runtime).host().simulated()));
+    attr.default_length = static_cast<int>(
+        detail::runtime_defaults_of(&resolve_runtime(runtime).host()).cq_default_length);
   }
   const detail::cq_kind_t kind = attr.cq_type == attr_cq_type_t::lcrq
                                      ? detail::cq_kind_t::lcrq

@@ -23,13 +23,18 @@
 
 #include <cstdint>
 
+#include "lci/api/lci_generated.hpp"
+
 namespace lci::detail {
 
-// The default of LCI_PROGRESS_POLLS_BEFORE_YIELD: long enough that a wait of
-// a round trip (a few empty calls) never yields, short enough that a
-// waiting thread gives its core away well before a time slice ends (64
-// empty calls take a few microseconds over shm).
-inline constexpr std::uint32_t polls_before_yield_default = 64;
+// The default of LCI_PROGRESS_POLLS_BEFORE_YIELD (lci/api/lci_api.def): long
+// enough that a wait of a round trip (a few empty calls) never yields,
+// short enough that a waiting thread gives its core away well before a
+// time slice ends (64 empty calls take a few microseconds over shm).
+static_assert(env_progress_polls_before_yield_default <= UINT32_MAX,
+              "the default count fits polls_before_yield()'s type");
+inline constexpr auto polls_before_yield_default =
+    static_cast<std::uint32_t>(env_progress_polls_before_yield_default);
 
 // A plain aggregate, so that a thread_local one needs no initialiser call
 // on every access.

@@ -22,6 +22,9 @@ namespace lci::detail {
 
 static_assert(LCI_CACHE_LINE == util::cache_line_bytes,
               "lci_config.hpp's LCI_CACHE_LINE is the line the runtime pads to");
+static_assert(runtime_defaults_real.packet_size == LCI_PACKET_SIZE_DEFAULT &&
+                  runtime_defaults_real.npackets == LCI_PACKET_NUM_DEFAULT,
+              "lci_config.hpp's LCI_PACKET_*_DEFAULT are the description's real defaults");
 
 namespace {
 
@@ -53,33 +56,6 @@ void keep_outlived_comps(std::vector<std::unique_ptr<comp_impl_t>>&& comps) {
   util::spinlock_guard_t guard(outlived.lock);
   for (auto& comp : comps) outlived.comps.push_back(std::move(comp));
   comps.clear();
-}
-
-// Defaults that differ between a simulated rank (hundreds share a process)
-// and a real process.
-struct sizing_t {
-  std::size_t packet_size;
-  std::size_t npackets;
-  // Packets each pool keeps beyond npackets for devices with no receive
-  // posted (packet_pool_impl_t): one per device that may share the pool
-  // (the simulator's default device limit; the packet pool's deque count).
-  std::size_t receive_reserve;
-  std::size_t matching_buckets;
-  std::size_t matching_overflow_nodes;
-  // Per device (device_pools_t; docs/design/runtime.md, "Pools"): requests
-  // not yet completed, arrived messages no receive has taken yet, posts the
-  // backlog took over (allow_retry = false), and protocol steps the backlog
-  // holds before it grows. A step is queued only when the network or a
-  // pool refused it, so the backlog is short but for a flood.
-  std::size_t requests_max;
-  std::size_t unexpected_max;
-  std::size_t deferred_posts_max;
-  std::size_t backlog_steps_max;
-};
-sizing_t sizing_for(bool simulated) {
-  if (simulated) return {8192, 256, 4, 1024, 1024, 1024, 1024, 1024, 256};
-  return {LCI_PACKET_SIZE_DEFAULT, LCI_PACKET_NUM_DEFAULT, 64, 65536, 65536, 16384, 16384, 4096,
-          4096};
 }
 
 // What every net context (the runtime's default one too) must pass: a
@@ -275,10 +251,10 @@ device_impl_t* runtime_impl_t::alloc_device(const attr_device_t& attr,
     util::atomic<bool>& flag;
     ~release_t() { flag.store(false, util::mo_release); }
   } release{host_.device_allocating()};
-  const sizing_t sizing = sizing_for(host_.simulated());
-  auto pools = std::make_unique<device_pools_t>(sizing.requests_max, sizing.unexpected_max,
-                                                sizing.deferred_posts_max,
-                                                sizing.backlog_steps_max);
+  const runtime_defaults_t& defaults = runtime_defaults_of(&host_);
+  auto pools = std::make_unique<device_pools_t>(defaults.requests_max, defaults.unexpected_max,
+                                                defaults.deferred_posts_max,
+                                                defaults.backlog_steps_max);
   auto device = std::make_unique<device_impl_t>(this, attr, net_context->attr, pool, pools.get());
   device->collective().ordinal = devices_allocated_++;
   device_impl_t* raw = device.get();
@@ -359,10 +335,10 @@ void runtime_impl_t::deregister_from_network(mr_impl_t& mr) {
 }
 
 packet_pool_impl_t* runtime_impl_t::alloc_packet_pool(const attr_packet_pool_t& attr_in) {
-  const sizing_t sizing = sizing_for(host_.simulated());
+  const runtime_defaults_t& defaults = runtime_defaults_of(&host_);
   attr_packet_pool_t attr = attr_in;
-  if (attr.packet_size == 0) attr.packet_size = sizing.packet_size;
-  if (attr.npackets == 0) attr.npackets = sizing.npackets;
+  if (attr.packet_size == 0) attr.packet_size = defaults.packet_size;
+  if (attr.npackets == 0) attr.npackets = defaults.npackets;
   // The largest control message, a checked put's or get's RTS, must fit a
   // packet where the network cannot inject it.
   constexpr std::size_t packet_size_min = std::max(sizeof(std::uint64_t) * 8, sizeof(rma_rts_t));
@@ -374,7 +350,7 @@ packet_pool_impl_t* runtime_impl_t::alloc_packet_pool(const attr_packet_pool_t& 
   const std::size_t threshold = attr_.packet_return_threshold != 0
                                     ? attr_.packet_return_threshold
                                     : packet_pool::pool_t::packet_return_threshold_default;
-  auto pool = std::make_unique<packet_pool_impl_t>(this, attr, threshold, sizing.receive_reserve);
+  auto pool = std::make_unique<packet_pool_impl_t>(this, attr, threshold, defaults.receive_reserve);
   packet_pool_impl_t* raw = pool.get();
   util::spinlock_guard_t guard(resources_lock_);
   packet_pools_.push_back(std::move(pool));
@@ -402,11 +378,11 @@ void runtime_impl_t::free_packet_pool(packet_pool_impl_t* pool) {
 
 matching_engine_impl_t* runtime_impl_t::alloc_matching_engine(const attr_matching_engine_t& attr) {
   check_supported(attr, "alloc_matching_engine");
-  const sizing_t sizing = sizing_for(host_.simulated());
+  const runtime_defaults_t& defaults = runtime_defaults_of(&host_);
   util::spinlock_guard_t guard(resources_lock_);
   const auto index = static_cast<std::uint32_t>(matching_engines_.size());
   auto engine = std::make_unique<matching_engine_impl_t>(
-      this, attr, index, sizing.matching_buckets, sizing.matching_overflow_nodes);
+      this, attr, index, defaults.matching_buckets, defaults.matching_overflow_nodes);
   matching_engine_impl_t* raw = engine.get();
   const error_t error = matching_engine_index_.put(index, raw);
   if (!error.is_done()) throw std::length_error("alloc_matching_engine: too many engines");
@@ -458,14 +434,14 @@ void runtime_impl_t::free_comp(comp_impl_t* comp) {
   erase_live(comps_, comp, "free_comp: comp");
 }
 
-std::size_t cq_default_length(bool simulated) { return simulated ? 1024 : 65536; }
+const runtime_defaults_t& runtime_defaults_of(const host_t* host) {
+  return runtime_defaults(host != nullptr && host->simulated());
+}
 
 zero_attr_defaults_t zero_attr_defaults() {
-  const host_t* host = looked_up_host();
-  const bool simulated = host != nullptr && host->simulated();
-  const sizing_t sizing = sizing_for(simulated);
-  return {packet_pool::pool_t::packet_return_threshold_default, sizing.packet_size,
-          sizing.npackets, cq_default_length(simulated), linked_device_depths()};
+  const runtime_defaults_t& defaults = runtime_defaults_of(looked_up_host());
+  return {packet_pool::pool_t::packet_return_threshold_default, defaults.packet_size,
+          defaults.npackets, defaults.cq_default_length, linked_device_depths()};
 }
 
 comp_impl_t* discard_comp() {

@@ -219,8 +219,10 @@ class runtime_impl_t {
 // true; false when `comp` did not outlive its runtime. Any thread.
 bool free_outlived_comp(comp_impl_t* comp);
 
-// A completion queue's default_length where the allocation leaves it 0.
-std::size_t cq_default_length(bool simulated);
+// The runtime's defaults (lci/api/lci_api.def, `default`) for a runtime on
+// `host`: the simulator's row for a simulated rank, the real row for a
+// process or no host (nullptr). The one place that picks a row.
+const runtime_defaults_t& runtime_defaults_of(const host_t* host);
 
 // The values the attributes whose description default is 0 ("runtime
 // default", "backend default") take on the calling thread's host, opening

@@ -1,8 +1,11 @@
-// unsupported_attrs: the attributes the API description declares (upstream
-// LCI 2.x has them, so programs written for it compile) but this runtime
-// does not act on, each with the reason, in one table; and the check every
-// allocation runs on the attributes it was given, so that nothing a user
-// sets is silently ignored (docs/api_compat.md lists the same verdicts).
+// unsupported_attrs: the check every allocation runs on the attributes it
+// was given, so that nothing a user sets is silently ignored. The refused
+// attributes (upstream LCI 2.x has them, so programs written for it
+// compile, but this runtime does not act on them) and the reason for each
+// are declared once, in the API description (lci/api/lci_api.def:
+// `refusal` lines and attributes marked `refused`); the generated
+// detail::find_refused finds them, and docs/reference/attributes.md lists
+// them.
 //
 // A refused attribute is accepted at its description default (upstream
 // programs pass defaults explicitly) and refused otherwise, however it was

@@ -458,6 +458,73 @@ TEST_F(FunctorsTest, EnumNamesRoundTrip) {
   EXPECT_STREQ(get_shade_str(static_cast<shade_t>(-1)), "invalid");
 }
 
+// The refusals of test_api.def: found only away from the description's
+// default, with the value as text and the refusal's reason; those refused
+// everywhere before those refused unless the network reads ibv attributes.
+TEST(Refusals, DefaultsAndOtherAttributesAreAccepted) {
+  attr_widget_t attr;
+  attr.count = 9;
+  attr.label = "changed";
+  detail::refused_attr_t refused;
+  EXPECT_FALSE(detail::find_refused(attr, /*network_reads_ibv=*/false, &refused));
+  EXPECT_FALSE(detail::find_refused(attr_runtime_t{}, false, &refused));
+}
+
+TEST(Refusals, EachRefusedAttributeIsFound) {
+  detail::refused_attr_t refused;
+  attr_widget_t attr;
+  attr.legacy = 0.5;
+  ASSERT_TRUE(detail::find_refused(attr, false, &refused));
+  EXPECT_STREQ(refused.name, "legacy");
+  EXPECT_EQ(refused.value, "0.5");
+  EXPECT_STREQ(refused.reason, "the runtime never reads it");
+
+  attr = attr_widget_t{};
+  attr.legacy_mode = shade_t::dark;
+  ASSERT_TRUE(detail::find_refused(attr, true, &refused));
+  EXPECT_STREQ(refused.name, "legacy_mode");
+  EXPECT_EQ(refused.value, "dark");
+}
+
+TEST(Refusals, IbvOnlyRefusalsDependOnTheNetwork) {
+  detail::refused_attr_t refused;
+  attr_widget_t attr;
+  attr.ibv_only = 3;
+  EXPECT_FALSE(detail::find_refused(attr, /*network_reads_ibv=*/true, &refused));
+  ASSERT_TRUE(detail::find_refused(attr, /*network_reads_ibv=*/false, &refused));
+  EXPECT_STREQ(refused.name, "ibv_only");
+  EXPECT_EQ(refused.value, "3");
+  EXPECT_STREQ(refused.reason, "only an ibv network reads it");
+  attr.legacy = 1.0;  // declared before ibv_only, and refused everywhere: first
+  ASSERT_TRUE(detail::find_refused(attr, false, &refused));
+  EXPECT_STREQ(refused.name, "legacy");
+}
+
+TEST(RuntimeDefaults, OneRowPerNetworkKind) {
+  EXPECT_EQ(detail::runtime_defaults(/*simulated=*/false).slots, 64u);
+  EXPECT_EQ(detail::runtime_defaults(/*simulated=*/true).slots, 4u);
+  EXPECT_EQ(detail::runtime_defaults(false).depth, -1);
+  EXPECT_EQ(detail::runtime_defaults(true).depth, 2);
+  EXPECT_EQ(&detail::runtime_defaults(true), &detail::runtime_defaults_sim);
+  EXPECT_EQ(&detail::runtime_defaults(false), &detail::runtime_defaults_real);
+  static_assert(std::is_same_v<decltype(detail::runtime_defaults_t::slots), std::size_t>,
+                "a default has its description type");
+}
+
+// An `env` line with a C++ type: its accessor returns the default while the
+// variable is unset, its value once set, and refuses a malformed one.
+TEST(EnvAccessor, ReadsTheVariableOrItsDefault) {
+  static_assert(std::is_same_v<decltype(detail::env_test_depth()), std::size_t>,
+                "the accessor returns the description's type");
+  ASSERT_EQ(unsetenv("LCI_TEST_DEPTH"), 0);
+  EXPECT_EQ(detail::env_test_depth(), detail::env_test_depth_default);
+  ASSERT_EQ(setenv("LCI_TEST_DEPTH", "0x20", 1), 0);
+  EXPECT_EQ(detail::env_test_depth(), 32u);
+  ASSERT_EQ(setenv("LCI_TEST_DEPTH", "-1", 1), 0);
+  EXPECT_THROW((void)detail::env_test_depth(), std::invalid_argument);
+  ASSERT_EQ(unsetenv("LCI_TEST_DEPTH"), 0);
+}
+
 }  // namespace
 
 }  // namespace lci_api_test

@@ -8,6 +8,7 @@ import textwrap
 import unittest
 
 from tools.api_gen import gen_api
+from tools.api_gen import gen_reference
 
 # A valid description the error cases below each break in one place.
 VALID = textwrap.dedent("""\
@@ -30,7 +31,7 @@ def parse(text):
     return gen_api.parse(text, "test.def")
 
 
-class ParserTest(unittest.TestCase):
+class DescriptionTestCase(unittest.TestCase):
     def assert_error(self, text, line, fragment):
         with self.assertRaises(gen_api.DslError) as caught:
             parse(text)
@@ -39,6 +40,8 @@ class ParserTest(unittest.TestCase):
         self.assertTrue(str(caught.exception).startswith(f"test.def:{line}: "),
                         str(caught.exception))
 
+
+class ParserTest(DescriptionTestCase):
     def test_valid_description(self):
         api = parse(VALID)
         self.assertEqual([e.name for e in api.enums], ["shade_t"])
@@ -145,6 +148,88 @@ class ParserTest(unittest.TestCase):
         text = "op poke -> void\n"
         self.assert_error(text, 1, "no 'resource runtime'")
         self.assertEqual(parse("op poke -> void [no_runtime]\n").operations[0].options, [])
+
+
+# VALID with a refusal, a runtime default and an environment variable.
+SETTINGS = VALID + textwrap.dedent("""\
+    refusal unused                               // never read
+    default slots : size_t real=64 sim=4         // doc
+    env LCI_KNOB : flag = 0 [test_only]          // doc
+    env LCI_FAMILY_<KIND> : probability = 0      // doc
+    resource gadget                              // doc
+      attr old : int = 0 [refused=unused]        // doc
+      attr ibv : bool = false [refused_unless_ibv=unused]  // doc
+      attr slots : size_t = 0 [runtime_default=slots]      // doc
+    """)
+
+
+class SettingsTest(DescriptionTestCase):
+    def test_settings_are_parsed(self):
+        api = parse(SETTINGS)
+        self.assertEqual([(r.name, r.reason) for r in api.refusals], [("unused", "never read")])
+        self.assertEqual([(d.name, d.type, d.real, d.sim) for d in api.defaults],
+                         [("slots", "size_t", "64", "4")])
+        self.assertEqual([(v.name, v.test_only) for v in api.env],
+                         [("LCI_KNOB", True), ("LCI_FAMILY_<KIND>", False)])
+        old, ibv, slots = api.resources[2].attrs
+        self.assertEqual((old.refused, old.refused_unless_ibv), ("unused", False))
+        self.assertEqual((ibv.refused, ibv.refused_unless_ibv), ("unused", True))
+        self.assertEqual((slots.refused, slots.runtime_default), (None, "slots"))
+
+    def test_setting_errors(self):
+        self.assert_error(SETTINGS.replace("[refused=unused]", "[refused=other]"), 18,
+                          "unknown refusal 'other'")
+        self.assert_error(SETTINGS.replace("[refused=unused]", "[ignored=unused]"), 18,
+                          "unknown attribute modifier 'ignored=unused'")
+        self.assert_error(SETTINGS.replace("[refused=unused]", "[refused=unused refused=unused]"),
+                          18, "refused twice")
+        self.assert_error(SETTINGS.replace("runtime_default=slots", "runtime_default=depth"), 20,
+                          "unknown default 'depth'")
+        self.assert_error(SETTINGS.replace("size_t = 0 [runtime_default", "size_t = 1 [runtime_default"),
+                          20, "needs the default 0")
+        self.assert_error(SETTINGS.replace("old : int = 0 [refused", "old : std::string = \"\" [refused"),
+                          18, "a refused attribute's type")
+        self.assert_error(SETTINGS + "refusal lonely  // doc\n", 21, "refuses no attribute")
+        self.assert_error(SETTINGS + "refusal unused  // again\n", 21, "duplicate refusal")
+        self.assert_error(SETTINGS + "env LCI_KNOB : flag = 1  // again\n", 21,
+                          "duplicate environment variable")
+        self.assert_error(SETTINGS + "env LCI_ATTR_OLD : int = 0  // doc\n", 21,
+                          "come from the attributes")
+        self.assert_error(SETTINGS + "env LCI_X : flag = 0 [prod]  // doc\n", 21,
+                          "unknown env modifier 'prod'")
+        self.assert_error(SETTINGS + "env LCI_X : flag = 0\n", 21, "needs a one-line doc")
+        self.assert_error(SETTINGS + "default bad : size_t real=1  // doc\n", 21, "expected")
+        self.assert_error(SETTINGS + "env LCI_F_<K> : int = 0  // doc\n", 21, "no accessor")
+        self.assert_error(SETTINGS + "env LCI_T : bool = 0 [test_only]  // doc\n", 21,
+                          "no accessor")
+
+    def test_generated_code_holds_them(self):
+        header, source = gen_api.generate(parse(SETTINGS), "x", "t.def", "x.hpp")
+        self.assertIn("inline constexpr runtime_defaults_t runtime_defaults_sim = {\n    4,", header)
+        self.assertIn("bool find_refused(const attr_gadget_t& attr", header)
+        self.assertIn("if (attr.old != defaults.old)", source)
+        self.assertIn("if (!network_reads_ibv && attr.ibv != defaults.ibv)", source)
+        self.assertNotIn("LCI_KNOB", header + source)
+        header, source = gen_api.generate(
+            parse(SETTINGS + "env LCI_DEPTH : size_t = 12  // doc\n"), "x", "t.def", "x.hpp")
+        self.assertIn("inline constexpr size_t env_depth_default = 12;", header)
+        self.assertIn("size_t env_depth();", header)
+        self.assertIn('read_attr_env("LCI_DEPTH", &value);', source)
+
+    def test_reference_pages_list_everything(self):
+        api = parse(SETTINGS)
+        attributes = gen_reference.attributes_page(api, "t.def")
+        for text in ("`LCI_ATTR_COUNT`", "`LCI_ATTR_OLD`", "[`unused`](#refused-attributes)",
+                     "unless the network is ibv", "real 64, simulated 4",
+                     "| `slots` | 64 | 4 | doc |"):
+            self.assertIn(text, attributes)
+        environment = gen_reference.environment_page(api, "t.def")
+        self.assertIn("| `LCI_KNOB` | flag | `0` | test only: doc |", environment)
+        self.assertIn("`LCI_FAMILY_<KIND>`", environment)
+        reference = gen_reference.api_page(api, "t.def")
+        self.assertIn("### alloc_widget", reference)
+        self.assertIn("`widget_t alloc_widget(int seed)`", reference)
+        self.assertIn("| `peer` | `widget_t` | `{}` | doc |", reference)
 
 
 class CommandLineTest(unittest.TestCase):

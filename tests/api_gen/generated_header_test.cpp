@@ -368,4 +368,51 @@ TEST(GeneratedHeaderTest, HandlesFromPointersAndNullptr) {
   EXPECT_FALSE(rebuilt.is_empty());
 }
 
+// The description's refusals reach the generated finder: one attribute of
+// each refusal, refused away from its default, with the value as text;
+// the ibv ones only where the network does not read ibv attributes.
+TEST(GeneratedHeaderTest, RefusedAttributesAreFound) {
+  detail::refused_attr_t refused;
+  attr_device_t device;
+  EXPECT_FALSE(detail::find_refused(device, /*network_reads_ibv=*/false, &refused));
+  device.shm_enable = true;
+  ASSERT_TRUE(detail::find_refused(device, false, &refused));
+  EXPECT_STREQ(refused.name, "shm_enable");
+  EXPECT_EQ(refused.value, "true");
+  EXPECT_NE(std::strstr(refused.reason, "shared-memory"), nullptr);
+
+  device = attr_device_t{};
+  device.ibv_td_strategy = attr_ibv_td_strategy_t::per_qp;
+  EXPECT_FALSE(detail::find_refused(device, /*network_reads_ibv=*/true, &refused));
+  ASSERT_TRUE(detail::find_refused(device, /*network_reads_ibv=*/false, &refused));
+  EXPECT_EQ(refused.value, "per_qp");
+
+  attr_net_context_t net_context;
+  net_context.use_dmabuf = true;
+  ASSERT_TRUE(detail::find_refused(net_context, true, &refused));
+  EXPECT_STREQ(refused.name, "use_dmabuf");
+
+  attr_matching_engine_t engine;
+  engine.matching_engine_type = attr_matching_engine_type_t::queue;
+  ASSERT_TRUE(detail::find_refused(engine, true, &refused));
+  EXPECT_EQ(refused.value, "queue");
+
+  // Attributes the runtime acts on are never refused.
+  device = attr_device_t{};
+  device.net_max_sends = 64;
+  device.ofi_lock_mode = 1;
+  EXPECT_FALSE(detail::find_refused(device, false, &refused));
+}
+
+// The runtime's defaults: a row per network kind (runtime_impl.cpp holds
+// the real row to lci_config.hpp's LCI_PACKET_*_DEFAULT at compile time).
+TEST(GeneratedHeaderTest, RuntimeDefaultsHaveTwoRows) {
+  EXPECT_EQ(&detail::runtime_defaults(/*simulated=*/true), &detail::runtime_defaults_sim);
+  EXPECT_EQ(&detail::runtime_defaults(/*simulated=*/false), &detail::runtime_defaults_real);
+  // A simulated rank shares its process with hundreds: it never takes more.
+  EXPECT_LE(detail::runtime_defaults_sim.npackets, detail::runtime_defaults_real.npackets);
+  EXPECT_LE(detail::runtime_defaults_sim.cq_default_length,
+            detail::runtime_defaults_real.cq_default_length);
+}
+
 }  // namespace

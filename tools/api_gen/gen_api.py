@@ -5,10 +5,14 @@ Reads an API description written in the DSL of lci/api/lci_api.def and
 writes two C++ files:
 
   * a header with the enums, the resource attribute structs, the resource
-    handles and one functor per operation (the Objectified Flexible
-    Functions of the LCI paper, section 3.1);
-  * a source file with the enum name tables and the default attribute
-    getters, which apply LCI_ATTR_<NAME> environment overrides.
+    handles, one functor per operation (the Objectified Flexible
+    Functions of the LCI paper, section 3.1), the runtime's defaults for
+    a real process and a simulated rank, and the environment variables'
+    accessors;
+  * a source file with the enum name tables, the default attribute
+    getters, which apply LCI_ATTR_<NAME> environment overrides, the
+    checks of refused attributes, and the accessors of the environment
+    variables declared with a C++ type.
 
 Any error in the description is reported as "<file>:<line>: <message>" and
 makes the script exit with status 1, so the Bazel genrule (and the build)
@@ -46,6 +50,22 @@ ENV_READABLE_TYPES = frozenset([
 ENV_UNREADABLE_TYPES = frozenset(["void*"])
 
 MODIFIERS = frozenset(["no_runtime", "nodiscard"])
+# Modifiers of an attribute: refused=REASON (only the default is accepted),
+# refused_unless_ibv=REASON (the same where the network does not read ibv
+# attributes), runtime_default=NAME (0 stands for that `default`).
+ATTR_MODIFIER = re.compile(rf"^(refused|refused_unless_ibv|runtime_default)=({IDENTIFIER})$")
+# Types a refused attribute may have: its value is shown in the refusal.
+REFUSABLE_TYPES = frozenset([
+    "size_t", "std::size_t", "uint64_t", "std::uint64_t", "int", "double", "bool",
+])
+# An environment variable's name; <WORD> stands for a family (LCI_SIM_FAULT_<KIND>).
+ENV_NAME = r"[A-Z][A-Z0-9_]*(?:<[A-Z]+>)?"
+# An environment variable whose KIND is one of these C++ types gets a
+# generated accessor, detail::env_<name>(), reading it as attr_env reads an
+# attribute of that type; any other KIND is a word for the reference only.
+ENV_ACCESSOR_TYPES = frozenset([
+    "size_t", "std::size_t", "uint64_t", "std::uint64_t", "int", "double", "bool",
+])
 RESOURCE_SENTINELS = re.compile(r"^sentinels=([1-9][0-9]*)$")
 
 # Option types that own memory: call_impl takes them by const reference so
@@ -94,6 +114,52 @@ class Attr:
     # An output attribute ('out' line): the runtime writes it when it
     # allocates the resource; no setter, no LCI_ATTR_<NAME> override.
     output: bool = False
+    # [refused=R] / [refused_unless_ibv=R]: the refusal R's name; any value
+    # but the default is refused (everywhere, or where the network does not
+    # read ibv attributes).
+    refused: Optional[str] = None
+    refused_unless_ibv: bool = False
+    # [runtime_default=NAME]: the value 0 stands for the `default` NAME.
+    runtime_default: Optional[str] = None
+
+
+@dataclasses.dataclass
+class Refusal:
+    """Why the runtime refuses an attribute set away from its default."""
+    name: str
+    reason: str
+    line: int
+
+
+@dataclasses.dataclass
+class Default:
+    """A value the runtime picks, one for a real process, one for a simulated rank."""
+    name: str
+    type: str
+    real: str
+    sim: str
+    doc: str
+    line: int
+
+
+@dataclasses.dataclass
+class EnvVariable:
+    """An environment variable the library reads, other than LCI_ATTR_<NAME>."""
+    name: str
+    type: str
+    default: str
+    doc: str
+    line: int
+    # Read only by test builds: a production library never reads it.
+    test_only: bool = False
+
+    @property
+    def accessor(self) -> Optional[str]:
+        """detail::env_<name>() (LCI_ dropped) for a C++ KIND, else None."""
+        if self.type not in ENV_ACCESSOR_TYPES:
+            return None
+        stem = self.name[4:] if self.name.startswith("LCI_") else self.name
+        return f"env_{stem.lower()}"
 
 
 @dataclasses.dataclass
@@ -152,6 +218,15 @@ class Api:
     enums: List[Enum]
     resources: List[Resource]
     operations: List[Operation]
+    refusals: List[Refusal] = dataclasses.field(default_factory=list)
+    defaults: List[Default] = dataclasses.field(default_factory=list)
+    env: List[EnvVariable] = dataclasses.field(default_factory=list)
+
+    def refusal(self, name: str) -> Optional[Refusal]:
+        return next((r for r in self.refusals if r.name == name), None)
+
+    def default(self, name: str) -> Optional[Default]:
+        return next((d for d in self.defaults if d.name == name), None)
 
     def enum(self, type_name: str) -> Optional[Enum]:
         return next((e for e in self.enums if e.name == type_name), None)
@@ -191,7 +266,13 @@ class Parser:
     TOP_RESOURCE = re.compile(rf"^resource\s+({IDENTIFIER})\s*(?:\[([^\]]*)\])?$")
     TOP_OP = re.compile(
         rf"^op\s+({IDENTIFIER})\s*->\s*([^\[\]]+?)\s*(?:\[([^\]]*)\])?$")
-    MEMBER_ATTR = re.compile(rf"^(attr|out)\s+({IDENTIFIER})\s*:\s*([^=]+?)\s*=\s*(.+)$")
+    TOP_REFUSAL = re.compile(rf"^refusal\s+({IDENTIFIER})$")
+    TOP_DEFAULT = re.compile(
+        rf"^default\s+({IDENTIFIER})\s*:\s*([^=]+?)\s+real=(\S+)\s+sim=(\S+)$")
+    TOP_ENV = re.compile(
+        rf"^env\s+({ENV_NAME})\s*:\s*(\S+)\s*=\s*([^\[]+?)\s*(?:\[([^\]]*)\])?$")
+    MEMBER_ATTR = re.compile(
+        rf"^(attr|out)\s+({IDENTIFIER})\s*:\s*([^=]+?)\s*=\s*([^\[]+?)\s*(?:\[([^\]]*)\])?$")
     MEMBER_ARG = re.compile(rf"^arg\s+({IDENTIFIER})\s*:\s*([^=]+?)$")
     MEMBER_OPT = re.compile(rf"^opt\s+({IDENTIFIER})\s*:\s*([^=]+?)\s*=\s*(.+)$")
     MEMBER_ATTRS = re.compile(rf"^attrs\s+({IDENTIFIER})\s*:\s*(.+)$")
@@ -267,9 +348,40 @@ class Parser:
             self.block = Operation(match.group(1), ret, modifiers, doc, line)
             self.api.operations.append(self.block)
             return
+        if self.parse_setting(line, code, doc):
+            return
         raise self.error(
-            line, f"expected 'enum NAME {{ ... }}', 'resource NAME' or "
-            f"'op NAME -> TYPE [modifiers]', got '{code}'")
+            line, f"expected 'enum NAME {{ ... }}', 'resource NAME', "
+            f"'op NAME -> TYPE [modifiers]', 'refusal NAME', "
+            f"'default NAME : TYPE real=VALUE sim=VALUE' or 'env NAME : TYPE = DEFAULT', "
+            f"got '{code}'")
+
+    def parse_setting(self, line: int, code: str, doc: str) -> bool:
+        """A refusal, default or env line; False when `code` is none of them."""
+        refusal = self.TOP_REFUSAL.match(code)
+        default = self.TOP_DEFAULT.match(code)
+        env = self.TOP_ENV.match(code)
+        if not (refusal or default or env):
+            return False
+        self.block = None
+        if not doc:
+            raise self.error(line, f"'{code}' needs a one-line doc (// ...)")
+        if refusal:
+            self.api.refusals.append(Refusal(refusal.group(1), doc, line))
+        elif default:
+            self.check_name(line, default.group(1), "default")
+            self.api.defaults.append(Default(default.group(1),
+                                             self.check_type(line, default.group(2)),
+                                             default.group(3), default.group(4), doc, line))
+        else:
+            modifiers = (env.group(4) or "").replace(",", " ").split()
+            for modifier in modifiers:
+                if modifier != "test_only":
+                    raise self.error(line, f"unknown env modifier '{modifier}' "
+                                     "(known: test_only)")
+            self.api.env.append(EnvVariable(env.group(1), env.group(2), env.group(3), doc,
+                                            line, test_only=bool(modifiers)))
+        return True
 
     def parse_member(self, line: int, code: str, doc: str):
         if isinstance(self.block, Resource):
@@ -281,13 +393,29 @@ class Parser:
             if not doc:
                 raise self.error(line, f"attribute {match.group(2)} needs a one-line doc (// ...)")
             self.check_name(line, match.group(2), "attribute")
-            self.block.attrs.append(Attr(match.group(2), self.check_type(line, match.group(3)),
-                                         match.group(4).strip(), doc, line,
-                                         output=match.group(1) == "out"))
+            attr = Attr(match.group(2), self.check_type(line, match.group(3)),
+                        match.group(4).strip(), doc, line, output=match.group(1) == "out")
+            for modifier in (match.group(5) or "").replace(",", " ").split():
+                self.apply_attr_modifier(line, attr, modifier)
+            self.block.attrs.append(attr)
         elif isinstance(self.block, Operation):
             self.parse_op_member(line, code, doc)
         else:
             raise self.error(line, f"indented line outside a resource or op block: '{code}'")
+
+    def apply_attr_modifier(self, line: int, attr: Attr, modifier: str):
+        match = ATTR_MODIFIER.match(modifier)
+        if not match:
+            raise self.error(line, f"unknown attribute modifier '{modifier}' (known: "
+                             "refused=REASON, refused_unless_ibv=REASON, runtime_default=NAME)")
+        kind, name = match.group(1), match.group(2)
+        if kind == "runtime_default":
+            attr.runtime_default = name
+            return
+        if attr.refused:
+            raise self.error(line, f"attribute {attr.name} is refused twice")
+        attr.refused = name
+        attr.refused_unless_ibv = kind == "refused_unless_ibv"
 
     def parse_op_member(self, line: int, code: str, doc: str):
         op = self.block
@@ -341,12 +469,28 @@ class Validator:
         self.check_unique([(o.name, o.line) for o in self.api.operations], "operation")
         for enum in self.api.enums:
             self.check_unique([(v, enum.line) for v in enum.values], f"value of enum {enum.name}")
+        self.check_unique([(r.name, r.line) for r in self.api.refusals], "refusal")
+        self.check_unique([(d.name, d.line) for d in self.api.defaults], "default")
+        self.check_unique([(v.name, v.line) for v in self.api.env], "environment variable")
+        for variable in self.api.env:
+            if variable.name.startswith("LCI_ATTR_"):
+                raise self.error(variable.line, f"{variable.name}: LCI_ATTR_<NAME> variables "
+                                 "come from the attributes, not from env lines")
+            if variable.accessor and ("<" in variable.name or variable.test_only):
+                raise self.error(variable.line, f"{variable.name}: a family or test_only "
+                                 "variable gets no accessor: give it a KIND word, not a "
+                                 f"C++ type ({variable.type})")
         for resource in self.api.resources:
             self.check_unique([(a.name, a.line) for a in resource.attrs],
                               f"attribute of resource {resource.name}")
             for attr in resource.attrs:
                 self.check_attr_type(resource, attr)
+                self.check_attr_modifiers(resource, attr)
                 attr.default = self.resolve_default(attr.type, attr.default, attr.line)
+        used = {a.refused for r in self.api.resources for a in r.attrs}
+        for refusal in self.api.refusals:
+            if refusal.name not in used:
+                raise self.error(refusal.line, f"refusal {refusal.name} refuses no attribute")
         for op in self.api.operations:
             self.expand_attrs(op)
             for option in op.options:
@@ -387,6 +531,25 @@ class Validator:
                          f"'{attr.type}' has no environment reader (use one of "
                          f"{', '.join(sorted(ENV_READABLE_TYPES | ENV_UNREADABLE_TYPES))} "
                          f"or an enum declared here)")
+
+    def check_attr_modifiers(self, resource: Resource, attr: Attr):
+        where = f"attribute {resource.name}.{attr.name}"
+        if attr.refused:
+            if self.api.refusal(attr.refused) is None:
+                raise self.error(attr.line, f"{where}: unknown refusal '{attr.refused}'")
+            if attr.output:
+                raise self.error(attr.line, f"{where}: an output attribute cannot be refused")
+            if attr.type not in REFUSABLE_TYPES and not self.api.enum(attr.type):
+                raise self.error(attr.line, f"{where}: a refused attribute's type must be "
+                                 f"one of {', '.join(sorted(REFUSABLE_TYPES))} or an enum")
+        if attr.runtime_default:
+            default = self.api.default(attr.runtime_default)
+            if default is None:
+                raise self.error(attr.line, f"{where}: unknown default "
+                                 f"'{attr.runtime_default}'")
+            if attr.default != "0":
+                raise self.error(attr.line, f"{where}: runtime_default needs the default 0 "
+                                 "(the value that stands for it)")
 
     def resolve_default(self, type_name: str, default: str, line: int) -> str:
         """A DSL-enum default may be a bare value name: qualify and check it."""
@@ -430,6 +593,11 @@ def parse(text: str, path: str = "<input>") -> Api:
 
 # ---------------------------------------------------------------------------
 # Generation
+
+
+def refusable_resources(api: Api) -> List[Resource]:
+    """The resources a user sets attributes of (each gets a find_refused)."""
+    return [r for r in api.resources if any(not a.output for a in r.attrs)]
 
 
 def attr_struct(resource: str) -> str:
@@ -579,7 +747,64 @@ class HeaderWriter:
         for resource in self.api.resources:
             self.emit(f"const {attr_struct(resource.name)}& get_attr("
                       f"const {impl_class(resource.name)}* impl);")
-        self.emit("", "}  // namespace detail", "")
+        self.emit("")
+        self.refusal_declarations()
+        self.runtime_defaults()
+        self.env_accessors()
+        self.emit("}  // namespace detail", "")
+
+    def env_accessors(self):
+        variables = [v for v in self.api.env if v.accessor]
+        if not variables:
+            return
+        self.emit("// Environment variables with a C++ type (the description's `env` lines):",
+                  "// each accessor returns the variable's value, or its default when it is",
+                  "// unset, and throws std::invalid_argument naming the variable for a",
+                  "// malformed value (spellings as for an attribute: lci/api/attr_env.hpp).",
+                  "// Each call reads the environment: do not setenv concurrently.")
+        for variable in variables:
+            self.emit(f"// {variable.name}: {variable.doc}",
+                      f"inline constexpr {variable.type} {variable.accessor}_default = "
+                      f"{variable.default};",
+                      f"{variable.type} {variable.accessor}();")
+        self.emit("")
+
+    def refusal_declarations(self):
+        self.emit("// An attribute the runtime does not act on (the description's `refused`),",
+                  "// found set away from its description default.",
+                  "struct refused_attr_t {",
+                  "  const char* name = nullptr;",
+                  "  std::string value;            // as the refusal shows it",
+                  "  const char* reason = nullptr;  // why setting it would have no effect",
+                  "};",
+                  "// The first refused attribute of attr not at its default, in description",
+                  "// order: those refused everywhere, then (network_reads_ibv false) those",
+                  "// refused unless the network reads ibv attributes. False if none.")
+        for resource in refusable_resources(self.api):
+            self.emit(f"bool find_refused(const {attr_struct(resource.name)}& attr, "
+                      "bool network_reads_ibv,",
+                      "                  refused_attr_t* out);")
+        self.emit("")
+
+    def runtime_defaults(self):
+        if not self.api.defaults:
+            return
+        self.emit("// The values the runtime picks where the description leaves them to it:",
+                  "// one row for a real process, one for a simulated rank (hundreds of them",
+                  "// share a process).",
+                  "struct runtime_defaults_t {")
+        for default in self.api.defaults:
+            self.emit(f"  {default.type} {default.name};  // {default.doc}")
+        self.emit("};")
+        for row in ("real", "sim"):
+            self.emit(f"inline constexpr runtime_defaults_t runtime_defaults_{row} = {{")
+            for default in self.api.defaults:
+                self.emit(f"    {getattr(default, row)},  // {default.name}")
+            self.emit("};")
+        self.emit("// The one place that picks a row.",
+                  "inline const runtime_defaults_t& runtime_defaults(bool simulated) {",
+                  "  return simulated ? runtime_defaults_sim : runtime_defaults_real;",
+                  "}", "")
 
     def handle(self, resource: Resource):
         name = f"{resource.name}_t"
@@ -715,6 +940,11 @@ class SourceWriter:
             self.emit(f"constexpr const char* {enum.stem}_value_names[] = {{{names}}};",
                       f"constexpr enum_names_t {enum.stem}_names =",
                       f"    ::lci::detail::make_enum_names({enum.stem}_value_names);")
+        if self.api.refusals:
+            self.emit("", "// Why each refused attribute is refused.")
+        for refusal in self.api.refusals:
+            self.emit(f"constexpr const char* refusal_{refusal.name} =",
+                      f"    {cpp_string(refusal.reason)};")
         self.emit("", "}  // namespace", "")
         for enum in self.api.enums:
             self.emit(f"const char* get_{enum.stem}_str({enum.name} value) {{",
@@ -728,8 +958,47 @@ class SourceWriter:
                       "}", "")
         for resource in self.api.resources:
             self.default_getter(resource)
+        for resource in refusable_resources(self.api):
+            self.refusal_finder(resource)
+        for variable in self.api.env:
+            if variable.accessor:
+                self.emit(f"{variable.type} {variable.accessor}() {{",
+                          f"  {variable.type} value = {variable.accessor}_default;",
+                          f"  (void)read_attr_env({cpp_string(variable.name)}, &value);",
+                          "  return value;", "}", "")
         self.emit("}  // namespace detail", "", f"}}  // namespace {self.namespace}")
         return "\n".join(self.out) + "\n"
+
+    def value_text(self, attr: Attr) -> str:
+        enum = self.api.enum(attr.type)
+        if enum:
+            return f"get_{enum.stem}_str(attr.{attr.name})"
+        return f"::lci::detail::attr_value_text(attr.{attr.name})"
+
+    def refusal_finder(self, resource: Resource):
+        struct = attr_struct(resource.name)
+        refused = [a for a in resource.attrs if a.refused]
+        self.emit(f"bool find_refused(const {struct}& attr, bool network_reads_ibv,",
+                  "                  refused_attr_t* out) {")
+        if not refused:
+            self.emit("  (void)attr;", "  (void)network_reads_ibv;", "  (void)out;",
+                      "  return false;", "}", "")
+            return
+        self.emit(f"  const {struct} defaults{{}};  // the description's, not the environment's")
+        if not any(a.refused_unless_ibv for a in refused):
+            self.emit("  (void)network_reads_ibv;")
+        ordered = ([a for a in refused if not a.refused_unless_ibv]
+                   + [a for a in refused if a.refused_unless_ibv])
+        for attr in ordered:
+            condition = f"attr.{attr.name} != defaults.{attr.name}"
+            if attr.refused_unless_ibv:
+                condition = f"!network_reads_ibv && {condition}"
+            self.emit(f"  if ({condition}) {{",
+                      f"    *out = {{{cpp_string(attr.name)}, {self.value_text(attr)},",
+                      f"            refusal_{attr.refused}}};",
+                      "    return true;",
+                      "  }")
+        self.emit("  return false;", "}", "")
 
     def default_getter(self, resource: Resource):
         struct = attr_struct(resource.name)

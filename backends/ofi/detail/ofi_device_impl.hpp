@@ -302,7 +302,7 @@ class ofi_device_impl_t final : public ofi_device_t {
   // pending) and what it was (note_recv_failure_locked).
   std::uint64_t recv_failure_at_ns_ = 0;
   std::string recv_failure_what_;
-  // LCI_OFI_QUIRK_REMOTE_RMA_CONTEXT (ofi_device.cpp); set at construction.
+  // test_hooks::remote_rma_context_forced() (ofi_test_hooks.hpp) at construction.
   bool quirk_remote_rma_context_ = false;
   std::vector<unsigned char> checked_;  // under lock_: scratch of check_peers_locked
   // Next key for registrations when the application picks keys (no
