@@ -13,9 +13,11 @@
 // std::runtime_error saying so ("lci: no network for this process: ..."),
 // as it does for a LCI_ATTR_BACKEND this build lacks.
 //
-// Thread safety: process_host() from any thread (the first call creates the
-//                host; concurrent first calls wait for it). Members as
-//                host_t says; dispatch_depth() is per OS thread.
+// Thread safety: process_host() and process_bootstrap() from any thread
+//                (the first call creates the host; concurrent first calls
+//                wait for it); the bootstrap they return is used by one
+//                thread at a time. Members as host_t says; dispatch_depth()
+//                is per OS thread. run_process_threads() from any thread.
 // Blocking:      the first process_host() waits for every rank of the job
 //                (bootstrap and network setup are collective); idle()
 //                yields the CPU once and returns.
