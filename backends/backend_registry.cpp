@@ -52,9 +52,9 @@ std::unique_ptr<net_context_t> registry_t::open(const std::string& name,
   if (entries_.empty()) {
     throw std::runtime_error(
         std::string(no_network) +
-        "run the program under the simulator (lci::sim::run_ranks, or an example's main), or "
-        "build with --config=ofi (libfabric) and start it under a launcher (tools/lcirun -n N "
-        "prog)");
+        "run the program under the simulator (lci::sim::run_program or run_ranks; an "
+        "example's <name>_sim), or build with --config=ofi (libfabric) and start it under a "
+        "launcher (tools/lcirun -n N prog)");
   }
   if (!name.empty()) {
     const backend_entry_t* entry = find(name);

@@ -1,8 +1,8 @@
 // distributed_array: a global array of 64-bit values split into equal
 // slices, one per rank, accessed with one-sided put and get.
 //
-//   bazel run //examples:distributed_array -- [--elements-per-rank K]
-//   LCI_SIM_RANKS=6 bazel run //examples:distributed_array
+//   bazel run //examples:distributed_array_sim -- [--elements-per-rank K]
+//   LCI_SIM_RANKS=6 bazel run //examples:distributed_array_sim
 //
 // Steps (each checked; any wrong value makes the program return 1):
 //   1. every rank registers its slice (register_memory) and sends the
@@ -26,8 +26,8 @@
 #include <string>
 #include <vector>
 
+#include "examples/example_main.hpp"
 #include "lci.hpp"
-#include "sim/sim_program.hpp"
 
 namespace {
 
@@ -214,7 +214,9 @@ bool parse_options(int argc, char** argv, std::size_t* per_rank) {
   return true;
 }
 
-int rank_main(int argc, char** argv) {
+}  // namespace
+
+int example::rank_main(int argc, char** argv) {
   array_t array;
   array.per_rank = 64;
   if (!parse_options(argc, argv, &array.per_rank)) return 2;
@@ -246,10 +248,4 @@ int rank_main(int argc, char** argv) {
   lci::g_runtime_fina();
   if (errors != 0) std::fprintf(stderr, "rank %d: %d wrong values\n", array.rank_me, errors);
   return errors == 0 ? 0 : 1;
-}
-
-}  // namespace
-
-int main(int argc, char** argv) {
-  return lci::sim::run_program(argc, argv, /*ranks_default=*/2, rank_main);
 }

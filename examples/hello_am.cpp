@@ -3,8 +3,8 @@
 // the receiver registered as a remote completion handle (rcomp), and the
 // receiver prints it.
 //
-//   bazel run //examples:hello_am
-//   LCI_SIM_RANKS=5 bazel run //examples:hello_am
+//   bazel run //examples:hello_am_sim
+//   LCI_SIM_RANKS=5 bazel run //examples:hello_am_sim
 //
 // What it shows:
 //   - register_rcomp: makes a completion object the target of peers' active
@@ -20,8 +20,8 @@
 #include <cstdlib>
 #include <string>
 
+#include "examples/example_main.hpp"
 #include "lci.hpp"
-#include "sim/sim_program.hpp"
 
 namespace {
 
@@ -39,7 +39,9 @@ lci::status_t post_am_until_taken(int rank, std::string& message, lci::comp_t lo
   }
 }
 
-int rank_main(int /*argc*/, char** /*argv*/) {
+}  // namespace
+
+int example::rank_main(int /*argc*/, char** /*argv*/) {
   lci::g_runtime_init();
   const int rank_me = lci::get_rank_me();
   const int rank_n = lci::get_rank_n();
@@ -80,10 +82,4 @@ int rank_main(int /*argc*/, char** /*argv*/) {
   lci::free_comp(&inbox);
   lci::g_runtime_fina();
   return ok ? 0 : 1;
-}
-
-}  // namespace
-
-int main(int argc, char** argv) {
-  return lci::sim::run_program(argc, argv, /*ranks_default=*/2, rank_main);
 }

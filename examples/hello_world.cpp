@@ -1,20 +1,19 @@
 // hello_world: the smallest LCI program. Every rank starts the global
 // runtime, says who it is, waits for the others in a barrier and finalizes.
 //
-//   bazel run //examples:hello_world                      # 2 simulated ranks
-//   LCI_SIM_RANKS=8 bazel run //examples:hello_world      # 8 ranks
+//   bazel run //examples:hello_world_sim                  # 2 simulated ranks
+//   LCI_SIM_RANKS=8 bazel run //examples:hello_world_sim  # 8 ranks
+//   tools/lcirun -n 4 bazel-bin/examples/hello_world      # 4 processes (--config=ofi)
 //
-// Each line reads "rank <r> of <n>". Started directly, the program runs its
-// ranks on the simulated network (lci::sim::run_program); rank_main is what
-// one process of a real job would run.
+// Each line reads "rank <r> of <n>". rank_main is what one rank runs: once
+// per process in hello_world, once per simulated rank in hello_world_sim
+// (example_main.hpp).
 #include <cstdio>
 
+#include "examples/example_main.hpp"
 #include "lci.hpp"
-#include "sim/sim_program.hpp"
 
-namespace {
-
-int rank_main(int /*argc*/, char** /*argv*/) {
+int example::rank_main(int /*argc*/, char** /*argv*/) {
   // The global runtime: default device, packet pool, matching engine.
   lci::g_runtime_init();
   const int rank_me = lci::get_rank_me();
@@ -28,10 +27,4 @@ int rank_main(int /*argc*/, char** /*argv*/) {
     return 1;
   }
   return 0;
-}
-
-}  // namespace
-
-int main(int argc, char** argv) {
-  return lci::sim::run_program(argc, argv, /*ranks_default=*/2, rank_main);
 }

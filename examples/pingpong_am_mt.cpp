@@ -3,9 +3,9 @@
 // 8-byte messages with the thread of the same number on the partner rank,
 // and the lower rank of each pair reports messages per second of wall time.
 //
-//   bazel run //examples:pingpong_am_mt -- [--threads T] [--round-trips N] [--devices D]
-//   LCI_SIM_RANKS=4 bazel run //examples:pingpong_am_mt -- --threads 8
-//   LCI_SIM_MODE=concurrent bazel run //examples:pingpong_am_mt   # OS threads
+//   bazel run //examples:pingpong_am_mt_sim -- [--threads T] [--round-trips N] [--devices D]
+//   LCI_SIM_RANKS=4 bazel run //examples:pingpong_am_mt_sim -- --threads 8
+//   LCI_SIM_MODE=concurrent bazel run //examples:pingpong_am_mt_sim   # OS threads
 //
 // Defaults: T = 4 (or LCI_EXAMPLE_THREADS), N = 1000, D = 2. With an odd
 // rank count the last rank has no partner and only joins the barriers.
@@ -18,10 +18,11 @@
 // the runtime's default device included). Devices are allocated
 // collectively, in the same order on every rank, and rcomps are registered
 // in the same order too, so thread t's device and queue pair up with thread
-// t's on the partner rank. Threads are started with lci::sim::run_threads,
-// which makes them threads of the calling simulated rank (fibers of the
-// seeded scheduler in the default deterministic mode, OS threads with
-// LCI_SIM_MODE=concurrent).
+// t's on the partner rank. Threads are started with example::run_threads
+// (example_main.hpp), which makes them threads of the calling rank: on the
+// simulator, fibers of the seeded scheduler in the default deterministic
+// mode and OS threads with LCI_SIM_MODE=concurrent; std::threads in a real
+// process.
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -30,8 +31,8 @@
 #include <string>
 #include <vector>
 
+#include "examples/example_main.hpp"
 #include "lci.hpp"
-#include "sim/sim_program.hpp"
 
 namespace {
 
@@ -131,7 +132,9 @@ int ping_pong(const thread_resources_t& resources, int thread, int peer, bool in
   return errors;
 }
 
-int rank_main(int argc, char** argv) {
+}  // namespace
+
+int example::rank_main(int argc, char** argv) {
   options_t options;
   if (!parse_options(argc, argv, &options)) return 2;
   lci::g_runtime_init();
@@ -156,7 +159,7 @@ int rank_main(int argc, char** argv) {
   std::vector<int> errors(resources.size(), 0);
   const auto start = std::chrono::steady_clock::now();
   if (has_peer) {
-    lci::sim::run_threads(options.threads, [&](int thread) {
+    example::run_threads(options.threads, [&](int thread) {
       errors[static_cast<std::size_t>(thread)] =
           ping_pong(resources[static_cast<std::size_t>(thread)], thread, peer,
                     rank_me < peer, options.round_trips);
@@ -184,10 +187,4 @@ int rank_main(int argc, char** argv) {
   for (lci::device_t& device : devices) lci::free_device(&device);
   lci::g_runtime_fina();
   return errors_total == 0 ? 0 : 1;
-}
-
-}  // namespace
-
-int main(int argc, char** argv) {
-  return lci::sim::run_program(argc, argv, /*ranks_default=*/2, rank_main);
 }

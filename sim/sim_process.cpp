@@ -3,17 +3,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <exception>
 #include <stdexcept>
-#include <thread>
 #include <vector>
 
 #include "backends/linked_backends.hpp"
 #include "lci/runtime/process_host.hpp"
-#include "lci/runtime/host.hpp"
 #include "lci/util/assert.hpp"
 #include "sim/sim_world.hpp"
-
 
 extern char** environ;
 
@@ -42,37 +38,12 @@ bool simulator_forced() { return env_flag_on("LCI_SIM_FORCE"); }
 
 bool real_network_compiled_in() { return !lci::backend::linked_backends().empty(); }
 
-// The host of every runtime a body creates in process mode (every thread
-// of the process belongs to it); set before the lookup is installed.
-lci::detail::host_t* g_job_host = nullptr;
-
-lci::detail::host_t* job_host_lookup() { return g_job_host; }
-
 }  // namespace
 
 bool process_mode() {
   static const bool mode =
       real_network_compiled_in() && !simulator_forced() && started_by_launcher();
   return mode;
-}
-
-void run_os_threads(int threads_count, const std::function<void(int)>& body) {
-  LCI_ASSERT(threads_count >= 1, "run_threads needs a thread");
-  std::vector<std::exception_ptr> errors(static_cast<std::size_t>(threads_count));
-  std::vector<std::thread> threads;
-  for (int t = 0; t < threads_count; ++t) {
-    threads.emplace_back([&body, &errors, t] {
-      try {
-        body(t);
-      } catch (...) {
-        errors[static_cast<std::size_t>(t)] = std::current_exception();
-      }
-    });
-  }
-  for (std::thread& thread : threads) thread.join();
-  for (const std::exception_ptr& error : errors) {
-    if (error) std::rethrow_exception(error);
-  }
 }
 
 process_job_t& process_job_t::get() {
@@ -88,30 +59,22 @@ process_job_t& process_job_t::get() {
 }
 
 process_job_t::process_job_t()
-    : bootstrap_(bootstrap::open_bootstrap()),
-      context_(lci::detail::open_real_network(*bootstrap_)),
-      host_(std::make_unique<lci::detail::real_process_host_t>(*context_)) {
-  LCI_ASSERT(context_->rank_me() == bootstrap_->rank_me(), "network and bootstrap ranks differ");
-  g_job_host = host_.get();
-  lci::detail::set_host_lookup(&job_host_lookup);
-}
-
-process_job_t::~process_job_t() {
-  lci::detail::set_host_lookup(nullptr);
-  g_job_host = nullptr;
+    : bootstrap_(lci::detail::process_bootstrap()),  // opens the process host
+      context_(lci::detail::process_host().net_context()) {
+  LCI_ASSERT(context_.rank_me() == bootstrap_.rank_me(), "network and bootstrap ranks differ");
 }
 
 void process_job_t::allgather(const void* mine, std::size_t bytes, void* all) {
   if (bytes == 0) {
-    bootstrap_->barrier();
+    bootstrap_.barrier();
     return;
   }
   LCI_ASSERT(mine != nullptr && all != nullptr, "allgather of bytes without buffers");
   const std::string key = "lci_sim_allgather" + std::to_string(allgathers_count_++);
-  bootstrap_->put(key, mine, bytes);
-  bootstrap_->fence();
+  bootstrap_.put(key, mine, bytes);
+  bootstrap_.fence();
   for (int r = 0; r < ranks_count(); ++r) {
-    const std::vector<std::byte> value = bootstrap_->get(r, key);
+    const std::vector<std::byte> value = bootstrap_.get(r, key);
     if (value.size() != bytes) {
       throw std::runtime_error("lci sim: allgather: rank " + std::to_string(r) + " gave " +
                                std::to_string(value.size()) + " bytes, not " +

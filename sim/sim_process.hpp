@@ -22,16 +22,16 @@
 // ends the process at once (exit 1): its peers would otherwise wait for it
 // in the next collective; the launcher then ends the job.
 //
-// Network: the job (process_job_t) owns the process's bootstrap and
-// libfabric context and is the host (lci/runtime/host.hpp) of every LCI
-// runtime the bodies create, so that the harness's collectives share the
-// one bootstrap connection a launcher gives a rank. (lci's own process host,
-// lci/runtime/process_host.hpp, serves programs that do not use the harness,
-// such as run_program()'s rank_main.)
+// Network: lci's process host (lci/runtime/process_host.hpp), the one a
+// program with its own main() uses: the bodies' LCI runtimes find it
+// through current_host() (in process mode the harness installs no host
+// lookup), rank_env_t::context() is its network context, and the harness's
+// collectives go through its bootstrap, the one connection a launcher
+// gives a rank.
 //
 // Thread safety: process_mode() from any thread. process_job_t::get() from
-//                any thread (the first call creates the job). barrier() and
-//                allgather() from one thread at a time, and not while
+//                any thread (the first call opens the process host).
+//                barrier() and allgather() from one thread at a time, and not while
 //                another thread of the rank allocates a device: both use the
 //                bootstrap, which is not thread-safe.
 // Blocking:      get() waits for every rank (network setup is collective);
@@ -40,29 +40,22 @@
 //                operation needs this rank's progress (a get from it, a
 //                delivery-complete put to it). A peer that never arrives is
 //                ended by the launcher's timeout.
-// Ownership:     the job lives until the process exits; it finalizes a
-//                global runtime a body left behind, then its network, then
-//                its bootstrap.
-// Allocation:    at creation; one bootstrap key per allgather.
+// Ownership:     the job lives until the process exits and owns nothing but
+//                its count of allgathers; the process host owns the network
+//                (process_host.hpp says what happens to it at exit).
+// Allocation:    one bootstrap key per allgather.
 #pragma once
 
 #include <cstddef>
-#include <functional>
-#include <memory>
 #include <string>
 
 #include "backends/backend.hpp"
 #include "lci/bootstrap/bootstrap.hpp"
-#include "lci/runtime/host.hpp"
 
 namespace lci::sim {
 
 // True when run_ranks()/run_program() run as this process's rank (above).
 bool process_mode();
-
-// Runs body(0 .. threads_count-1) on std::threads and returns when all have
-// returned; rethrows the first exception a thread threw, after the join.
-void run_os_threads(int threads_count, const std::function<void(int)>& body);
 
 class process_job_t {
  public:
@@ -70,13 +63,12 @@ class process_job_t {
   // !process_mode(), std::runtime_error when the bootstrap or the network
   // cannot be opened (the message names what is missing).
   static process_job_t& get();
-  ~process_job_t();
   process_job_t(const process_job_t&) = delete;
   process_job_t& operator=(const process_job_t&) = delete;
 
-  int rank() const { return bootstrap_->rank_me(); }
-  int ranks_count() const { return bootstrap_->rank_n(); }
-  backend::net_context_t& context() { return *context_; }
+  int rank() const { return bootstrap_.rank_me(); }
+  int ranks_count() const { return bootstrap_.rank_n(); }
+  backend::net_context_t& context() { return context_; }
   // Out of band, through the bootstrap: all[r * bytes ...] gets rank r's
   // `mine`; bytes == 0 is a barrier.
   void allgather(const void* mine, std::size_t bytes, void* all);
@@ -87,12 +79,9 @@ class process_job_t {
  private:
   process_job_t();
 
-  // Destroyed bottom-up: the host (and a runtime left in it), the network,
-  // the bootstrap.
-  std::unique_ptr<bootstrap::bootstrap_t> bootstrap_;
-  std::unique_ptr<backend::net_context_t> context_;
-  std::unique_ptr<lci::detail::host_t> host_;
-  std::size_t allgathers_count_ = 0;  // names each allgather's bootstrap key
+  bootstrap::bootstrap_t& bootstrap_;  // the process host's
+  backend::net_context_t& context_;    // the process host's network
+  std::size_t allgathers_count_ = 0;   // names each allgather's bootstrap key
 };
 
 }  // namespace lci::sim

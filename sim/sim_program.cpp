@@ -6,6 +6,7 @@
 #include <exception>
 #include <string>
 
+#include "lci/runtime/process_host.hpp"
 #include "lci/util/atomic.hpp"
 #include "sim/sim_harness.hpp"
 #include "sim/sim_process.hpp"
@@ -72,7 +73,7 @@ int run_program(int argc, char** argv, int ranks_default, rank_main_t rank_main)
 void run_threads(int threads_count, const std::function<void(int)>& body) {
   rank_host_t* host = rank_host_t::current();
   if (host == nullptr) {
-    run_os_threads(threads_count, body);
+    lci::detail::run_process_threads(threads_count, body);
     return;
   }
   host->env().run_threads(threads_count, body);

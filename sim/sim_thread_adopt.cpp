@@ -1,22 +1,23 @@
 // Threads a simulated rank starts itself (std::thread, pthread_create,
-// OpenMP's workers) belong to that rank: this file defines pthread_create,
-// which the dynamic linker finds before libc's for every caller of the
-// process (the executable, libstdc++, libgomp), and forwards to the real
-// one. A thread started from a rank bound in concurrent mode starts bound
-// to the same rank host (sim_rank_host.hpp), so LCI calls on it reach that
-// rank's runtime and network, as they would in a real process of that rank.
-// A thread started from a fiber (deterministic mode) is refused: every
-// thread of a rank there must be a fiber of the one seeded scheduler.
-// Threads started outside any rank (the harness, gtest, Boost) are not
-// touched.
+// OpenMP's workers) belong to that rank, in a program that links
+// //sim:thread_adopt on purpose (liblci_sim and the harness do not): this
+// file defines pthread_create, which the dynamic linker finds before libc's
+// for every caller of the process (the executable, libstdc++, libgomp), and
+// forwards to the real one. A thread started from a rank bound in
+// concurrent mode starts bound to the same rank host (sim_rank_host.hpp),
+// so LCI calls on it reach that rank's runtime and network, as they would
+// in a real process of that rank. A thread started from a fiber
+// (deterministic mode) is refused: every thread of a rank there must be a
+// fiber of the one seeded scheduler. Threads started outside any rank (the
+// harness, gtest, Boost) are not touched.
 //
 // Not built under a sanitizer (sim/BUILD): ThreadSanitizer and
 // AddressSanitizer interpose pthread_create themselves, and theirs would
 // find this one as the "real" function behind it, so thread starts would
 // pass through both in an order neither expects. There, a rank's own
 // threads stay unbound (their LCI calls fail with "no network for this
-// thread"); rank_env_t::run_threads binds its threads in every
-// configuration.
+// thread"). Explicit binding, lci::sim::run_threads (rank_env_t::run_threads
+// in the harness), works in every configuration and needs no interposition.
 //
 // Thread safety: pthread_create may be called from any thread at any time.
 // Allocation:    one start record per adopted thread, freed by the thread.

@@ -4,9 +4,9 @@
 // of the target serves a call (RPC handlers, unlike active-message
 // handlers, run outside progress and may communicate: they send the reply).
 //
-//   bazel run //examples:rpc_demo -- [--threads T] [--calls C] [--window W]
-//   LCI_SIM_RANKS=4 bazel run //examples:rpc_demo
-//   LCI_SIM_FAULT_SEND_QUEUE_FULL=0.3 bazel run //examples:rpc_demo   # many retries
+//   bazel run //examples:rpc_demo_sim -- [--threads T] [--calls C] [--window W]
+//   LCI_SIM_RANKS=4 bazel run //examples:rpc_demo_sim
+//   LCI_SIM_FAULT_SEND_QUEUE_FULL=0.3 bazel run //examples:rpc_demo_sim   # many retries
 //
 // Defaults: T = 2 threads per rank (at most 3: the simulated network allows
 // 4 devices per rank, the runtime's default device included), C = 64 calls
@@ -31,10 +31,10 @@
 #include <string>
 #include <vector>
 
+#include "examples/example_main.hpp"
 #include "examples/rpc/irpc.hpp"
 #include "lci.hpp"
 #include "lci/util/atomic.hpp"
-#include "sim/sim_program.hpp"
 
 namespace {
 
@@ -277,7 +277,9 @@ bool parse_options(int argc, char** argv, options_t* options) {
   return true;
 }
 
-int rank_main(int argc, char** argv) {
+}  // namespace
+
+int example::rank_main(int argc, char** argv) {
   options_t options;
   if (!parse_options(argc, argv, &options)) return 2;
   irpc::backend_t backend;
@@ -293,7 +295,7 @@ int rank_main(int argc, char** argv) {
   // serves on every device.
   lci::util::atomic<int> threads_done{0};
   const auto start = std::chrono::steady_clock::now();
-  lci::sim::run_threads(options.threads, [&](int thread) {
+  example::run_threads(options.threads, [&](int thread) {
     worker_t& self = workers[static_cast<std::size_t>(thread)];
     self.context = backend.thread_init(thread);
     errors[static_cast<std::size_t>(thread)] =
@@ -332,10 +334,4 @@ int rank_main(int argc, char** argv) {
     return 1;
   }
   return errors_total == 0 ? 0 : 1;
-}
-
-}  // namespace
-
-int main(int argc, char** argv) {
-  return lci::sim::run_program(argc, argv, /*ranks_default=*/2, rank_main);
 }

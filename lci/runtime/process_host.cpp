@@ -1,33 +1,58 @@
 #include "lci/runtime/process_host.hpp"
 
 #include <cstdlib>
+#include <exception>
 #include <fstream>
 #include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
+#include "backends/backend.hpp"
 #include "backends/backend_registry.hpp"
 #include "backends/linked_backends.hpp"
 #include "lci/api/lci_generated.hpp"
 #include "lci/bootstrap/bootstrap.hpp"
 #include "lci/runtime/runtime_impl.hpp"
+#include "lci/util/assert.hpp"
 
 namespace lci::detail {
 
-real_process_host_t::~real_process_host_t() { delete g_runtime_; }
+namespace {
 
-void real_process_host_t::idle(const char* what) {
-  (void)what;
-  std::this_thread::yield();  // let the peers on this machine run
-}
+// The host of a real process over a network context it does not own; owns
+// a global runtime the program left behind (deleted first, while the
+// network still exists).
+class process_host_t final : public host_t {
+ public:
+  explicit process_host_t(backend::net_context_t& context) : context_(context) {}
+  ~process_host_t() override { delete g_runtime_; }
+  process_host_t(const process_host_t&) = delete;
+  process_host_t& operator=(const process_host_t&) = delete;
 
-void real_process_host_t::yield_when_idle() { std::this_thread::yield(); }
+  backend::net_context_t& net_context() override { return context_; }
+  bool simulated() const override { return false; }
+  runtime_impl_t*& g_runtime_slot() override { return g_runtime_; }
+  // Yields the CPU once: the peers may share this machine.
+  void idle(const char* what) override {
+    (void)what;
+    std::this_thread::yield();
+  }
+  void yield_when_idle() override { std::this_thread::yield(); }
+  unsigned& dispatch_depth() override {  // per OS thread
+    thread_local unsigned depth = 0;
+    return depth;
+  }
 
-unsigned& real_process_host_t::dispatch_depth() {
-  thread_local unsigned depth = 0;
-  return depth;
-}
+ private:
+  backend::net_context_t& context_;
+  runtime_impl_t* g_runtime_ = nullptr;
+};
 
+// The network context of a real backend of this build over `bootstrap`
+// (collective), chosen and configured by the net context attributes
+// (LCI_ATTR_BACKEND, ...); throws std::runtime_error when no real backend
+// is compiled in, the one named is not, or it fails to open.
 std::unique_ptr<backend::net_context_t> open_real_network(bootstrap::bootstrap_t& bootstrap) {
   const attr_net_context_t attr = get_default_attr_net_context();
   backend::net_context_args_t args;
@@ -39,8 +64,6 @@ std::unique_ptr<backend::net_context_t> open_real_network(bootstrap::bootstrap_t
       attr.backend == attr_backend_t::none ? std::string() : get_attr_backend_str(attr.backend);
   return backend::linked_backends().open(name, args);
 }
-
-namespace {
 
 // What process_host() creates. Destroyed bottom-up: the host (and a global
 // runtime left in it), the network, the bootstrap.
@@ -62,7 +85,7 @@ struct process_network_t {
 
   std::unique_ptr<bootstrap::bootstrap_t> bootstrap = bootstrap::open_bootstrap();
   std::unique_ptr<backend::net_context_t> context = open_real_network(*bootstrap);
-  real_process_host_t host{*context};
+  process_host_t host{*context};
 };
 
 // The number of threads of this process (Linux: "Threads:" of
@@ -111,13 +134,36 @@ class process_network_owner_t {
   process_network_t* const network_;
 };
 
-}  // namespace
-
-host_t& process_host() {
+process_network_t& process_network() {
   // Created on first use (a throwing creation is tried again by the next
   // call); ended at exit, after main() returns.
   static process_network_owner_t owner;
-  return owner.network().host;
+  return owner.network();
+}
+
+}  // namespace
+
+host_t& process_host() { return process_network().host; }
+
+bootstrap::bootstrap_t& process_bootstrap() { return *process_network().bootstrap; }
+
+void run_process_threads(int threads_count, const std::function<void(int)>& body) {
+  LCI_ASSERT(threads_count >= 1, "run_threads needs a thread");
+  std::vector<std::exception_ptr> errors(static_cast<std::size_t>(threads_count));
+  std::vector<std::thread> threads;
+  for (int t = 0; t < threads_count; ++t) {
+    threads.emplace_back([&body, &errors, t] {
+      try {
+        body(t);
+      } catch (...) {
+        errors[static_cast<std::size_t>(t)] = std::current_exception();
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  for (const std::exception_ptr& error : errors) {
+    if (error) std::rethrow_exception(error);
+  }
 }
 
 }  // namespace lci::detail

@@ -13,9 +13,11 @@
 // std::runtime_error saying so ("lci: no network for this process: ..."),
 // as it does for a LCI_ATTR_BACKEND this build lacks.
 //
-// Thread safety: process_host() from any thread (the first call creates the
-//                host; concurrent first calls wait for it). Members as
-//                host_t says; dispatch_depth() is per OS thread.
+// Thread safety: process_host() and process_bootstrap() from any thread
+//                (the first call creates the host; concurrent first calls
+//                wait for it); the bootstrap they return is used by one
+//                thread at a time. Members as host_t says; dispatch_depth()
+//                is per OS thread. run_process_threads() from any thread.
 // Blocking:      the first process_host() waits for every rank of the job
 //                (bootstrap and network setup are collective); idle()
 //                yields the CPU once and returns.
@@ -39,14 +41,13 @@
 // (g_runtime_fina, free_runtime) before exiting is the clean way out
 // (tests/runtime:exit_with_threads).
 //
-// real_process_host_t and open_real_network() are the two parts, for a
-// harness that runs rank bodies as processes with a bootstrap of its own
-// (sim/sim_process.hpp).
+// A harness that runs rank bodies as real processes (sim/sim_process.hpp)
+// uses this host too: its bodies' runtimes find it through current_host(),
+// and its out-of-band collectives go through process_bootstrap().
 #pragma once
 
-#include <memory>
+#include <functional>
 
-#include "backends/backend.hpp"
 #include "lci/bootstrap/bootstrap.hpp"
 #include "lci/runtime/host.hpp"
 
@@ -57,34 +58,16 @@ namespace lci::detail {
 // the network fails (the message names what is missing).
 host_t& process_host();
 
-// The network context of a real backend of this build over `bootstrap`
-// (collective), chosen and configured by the net context attributes
-// (LCI_ATTR_BACKEND, ...); throws std::runtime_error when no real backend
-// is compiled in, the one named is not, or it fails to open.
-std::unique_ptr<backend::net_context_t> open_real_network(bootstrap::bootstrap_t& bootstrap);
+// The bootstrap process_host()'s network was opened over (creating the host
+// as process_host() does): the job's rank, rank count and out-of-band
+// exchange. Not thread-safe (bootstrap.hpp): one caller at a time, and not
+// while a runtime of this process allocates a device.
+bootstrap::bootstrap_t& process_bootstrap();
 
-// The host of a real process over a network context it does not own; owns
-// a global runtime the program left behind (deleted first, while the
-// network still exists).
-class real_process_host_t final : public host_t {
- public:
-  explicit real_process_host_t(backend::net_context_t& context) : context_(context) {}
-  ~real_process_host_t() override;
-  real_process_host_t(const real_process_host_t&) = delete;
-  real_process_host_t& operator=(const real_process_host_t&) = delete;
-
-  backend::net_context_t& net_context() override { return context_; }
-  bool simulated() const override { return false; }
-  runtime_impl_t*& g_runtime_slot() override { return g_runtime_; }
-  // Yields the CPU once: the peers may share this machine.
-  void idle(const char* what) override;
-  // Yields the CPU once (sched_yield), as idle() does.
-  void yield_when_idle() override;
-  unsigned& dispatch_depth() override;  // per OS thread
-
- private:
-  backend::net_context_t& context_;
-  runtime_impl_t* g_runtime_ = nullptr;
-};
+// Runs body(0 .. threads_count-1) on std::threads and returns when all have
+// returned; rethrows the first exception a thread threw, after the join.
+// The threads of a rank that is a real process: nothing binds them, every
+// thread of the process belongs to its one host.
+void run_process_threads(int threads_count, const std::function<void(int)>& body);
 
 }  // namespace lci::detail
