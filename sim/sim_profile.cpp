@@ -371,16 +371,4 @@ std::uint64_t profile_refusals(world_t& world, refusal_t refusal) {
   return total;
 }
 
-const char* get_refusal_name(refusal_t refusal) {
-  switch (refusal) {
-    case refusal_t::none: return "none";
-    case refusal_t::connecting: return "connecting";
-    case refusal_t::small_put_in_flight: return "small_put_in_flight";
-    case refusal_t::puts_per_peer: return "puts_per_peer";
-    case refusal_t::target_queue_full: return "target_queue_full";
-    case refusal_t::recv_entries_full: return "recv_entries_full";
-  }
-  return "unknown";
-}
-
 }  // namespace lci::sim

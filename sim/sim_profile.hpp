@@ -139,7 +139,6 @@ enum class refusal_t : std::uint8_t {
   recv_entries_full,    // a multi-receive post while recv_entries are all in use
 };
 inline constexpr std::size_t refusals_count = 6;
-const char* get_refusal_name(refusal_t refusal);
 // Posts the world's devices refused for `refusal` so far (takes each port's
 // lock; for tests and reports).
 std::uint64_t profile_refusals(world_t& world, refusal_t refusal);

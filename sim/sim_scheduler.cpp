@@ -141,8 +141,7 @@ const char* get_kind_str(run_result_t::kind_t kind) {
 
 scheduler_t::scheduler_t(const scheduler_options_t& options)
     : options_(options),
-      root_prng_(options.seed),
-      prng_(root_prng_.fork(0)),
+      prng_(prng_t(options.seed).fork(0)),
       trace_hash_(fnv_offset_basis) {
   LCI_ASSERT(options_.quiet_waits_min >= 1, "quiet_waits_min must be >= 1");
   LCI_ASSERT(options_.fibers_max >= 1, "fibers_max must be >= 1");

@@ -251,9 +251,6 @@ class scheduler_t {
 
   // ---- getters ----
   std::uint64_t seed() const { return options_.seed; }
-  // An independent PRNG stream of this run's seed (see prng_t::fork); the
-  // scheduler itself uses stream 0.
-  prng_t fork_prng(std::uint64_t stream_id) const { return root_prng_.fork(stream_id); }
   // FNV-1a (64-bit words) of every scheduling decision and event so far.
   std::uint64_t trace_hash() const { return trace_hash_; }
   std::uint64_t steps_count() const { return steps_count_; }
@@ -314,8 +311,7 @@ class scheduler_t {
   static constexpr std::uint64_t trace_fnv_prime = 0x100000001B3ull;
 
   const scheduler_options_t options_;
-  const prng_t root_prng_;
-  prng_t prng_;  // root_prng_.fork(0): scheduling choices
+  prng_t prng_;  // stream 0 of the seed (prng_t::fork): scheduling choices
   phase_t phase_ = phase_t::created;
   std::uint64_t now_ticks_ = 0;
   std::uint64_t steps_count_ = 0;

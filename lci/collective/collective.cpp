@@ -19,6 +19,7 @@
 #include "lci/progress/progress.hpp"
 #include "lci/protocol/protocol.hpp"
 #include "lci/runtime/device_impl.hpp"
+#include "lci/runtime/post_mode.hpp"
 #include "lci/runtime/resolve.hpp"
 #include "lci/runtime/runtime_impl.hpp"
 #include "lci/util/assert.hpp"
@@ -152,7 +153,7 @@ class collective_op_t final : public comp_impl_t {
     args.size = transfer.size;
     args.tag = tag_base_ | transfer.step;
     args.comp = this;
-    args.allow_retry = false;  // refused -> backlog, signalled when it leaves
+    args.mode = post_mode_t::done_posted_queued;  // refused -> backlog, signalled when it leaves
     return post_comm(args).is_done() ? 1 : 0;
   }
 

@@ -1,7 +1,9 @@
 // The public posting operations (post_comm and its spellings post_send,
 // post_recv, post_am, post_put, post_get): resolve the options into a
-// post_args_t and run post_comm (protocol.hpp), waiting for the operation
-// inside the post when allow_posted is false.
+// post_args_t, its mode (post_mode.hpp) included, and run post_comm
+// (protocol.hpp), waiting for the operation inside the post when the mode
+// says so (waits_in_post).
+#include <optional>
 #include <stdexcept>
 
 #include "lci/api/lci_generated.hpp"
@@ -10,8 +12,10 @@
 #include "lci/progress/progress.hpp"
 #include "lci/protocol/protocol.hpp"
 #include "lci/runtime/device_impl.hpp"
+#include "lci/runtime/post_mode.hpp"
 #include "lci/runtime/resolve.hpp"
 #include "lci/runtime/runtime_impl.hpp"
+#include "lci/util/assert.hpp"
 
 namespace lci {
 
@@ -38,25 +42,24 @@ status_t post_now(const detail::post_args_t& args, const common_options_t& optio
   return detail::post_buffer_list(args, *options.local_buffers);
 }
 
-// allow_posted = false (the option, COMP_NULL, COMP_NULL_RETRY): the post
-// returns done, or retry where allowed, never posted. An operation that
-// completes later (a rendezvous, an RDMA read, a put over the inject size,
-// a send the backlog takes) is posted with a synchronizer of its own and
-// waited for here, progressing its device: upstream LCI's semantic, which
-// its programs rely on (a COMP_NULL_RETRY get that returns done has its
-// data in place; a COMP_NULL send's buffer is free when the post returns).
-// A receive that may retry is the exception: it takes a message that has
-// already arrived, or returns retry and leaves nothing posted (a caller
-// that loops over it progresses anyway). Waiting progresses the device, so
-// a completion handler cannot post this way (progress() throws there).
-// `args` is the caller's, changed here (a copy cost as much as the rest of
-// this function).
+// A mode that waits in the post (waits_in_post: allow_posted = false,
+// COMP_NULL, COMP_NULL_RETRY, other than a receive that may retry): the
+// post returns done, or retry where the mode returns it, never posted. An
+// operation that completes later (a rendezvous, an RDMA read, a put over
+// the inject size, a send the backlog takes) is posted with a synchronizer
+// of its own and waited for here, progressing its device: upstream LCI's
+// semantic, which its programs rely on (a COMP_NULL_RETRY get that returns
+// done has its data in place; a COMP_NULL send's buffer is free when the
+// post returns). Waiting progresses the device, so a completion handler
+// cannot post this way (progress() throws there). `args` is the caller's,
+// its comp replaced here (a copy cost as much as the rest of this
+// function).
 status_t post_waiting(detail::post_args_t& args, const common_options_t& options) {
+  LCI_ASSERT(detail::waits_in_post(args.mode), "post_waiting for a post that does not wait");
   detail::waiter_impl_t waiter;
   args.comp = &waiter;
-  args.allow_posted = true;
   const status_t posted = post_now(args, options);
-  if (!posted.is_posted()) return posted;  // done, or retry (allow_retry)
+  if (!posted.is_posted()) return posted;  // done, or retry (done_retry_waited)
   status_t status;
   detail::wait_progressing(waiter, &status, args.device, args.device->runtime()->host(),
                            "a post with allow_posted = false");
@@ -91,17 +94,40 @@ status_t post(detail::post_args_t& args, const common_options_t& options) {
   if (args.matching_engine != nullptr && !wildcard) {
     args.tag &= matched_tag_mask(args.matching_policy);
   }
-  const bool receive = args.direction == direction_t::IN && args.rmr.is_empty();
-  if (args.allow_posted || (receive && args.allow_retry)) return post_now(args, options);
-  return post_waiting(args, options);
+  if (detail::waits_in_post(args.mode)) return post_waiting(args, options);
+  return post_now(args, options);
 }
 
+// The one place that reads the program's allow_* options: with the
+// completion object given, they become the post's mode (post_mode.hpp).
+// Throws std::invalid_argument for the pair that leaves no mode.
+detail::post_mode_t resolve_mode(comp_t local_comp, bool receive,
+                                 const common_options_t& options) {
+  detail::post_inputs_t inputs;
+  inputs.comp = local_comp.is_empty()                    ? detail::comp_given_t::null
+                : detail::is_comp_null_retry(local_comp) ? detail::comp_given_t::null_retry
+                                                         : detail::comp_given_t::object;
+  inputs.allow_done = options.allow_done;
+  inputs.allow_posted = options.allow_posted;
+  inputs.allow_retry = options.allow_retry;
+  inputs.receive = receive;
+  const std::optional<detail::post_mode_t> mode = detail::post_mode_of(inputs);
+  if (!mode.has_value()) {
+    throw std::invalid_argument(
+        "allow_posted = false with allow_done = false: only retry would be left");
+  }
+  return *mode;
+}
+
+// `rmr`: the remote region of a put or get (empty for the others), which
+// tells a receive from a get.
 detail::post_args_t resolve(direction_t direction, int rank, void* local_buffer, std::size_t size,
-                            comp_t local_comp, const common_options_t& options) {
+                            comp_t local_comp, rmr_t rmr, const common_options_t& options) {
   detail::runtime_impl_t& runtime = detail::resolve_runtime(options.runtime);
   detail::post_args_t args;
   args.direction = direction;
   args.rank = rank;
+  args.rmr = rmr;
   args.buffer = local_buffer;
   args.size = size;
   args.device = &detail::resolve_device(runtime, options.device, options.endpoint);
@@ -118,24 +144,8 @@ detail::post_args_t resolve(direction_t direction, int rank, void* local_buffer,
     args.mr = mr->net_mr;
   }
   args.user_context = options.user_context;
-  args.allow_done = options.allow_done;
-  args.allow_posted = options.allow_posted;
-  args.allow_retry = options.allow_retry;
   args.may_take_packet = true;
-  // COMP_NULL: nothing to signal and nothing to hand retry back through;
-  // COMP_NULL_RETRY: the caller takes retry. Both wait for the operation
-  // inside the post (post_waiting).
-  if (local_comp.is_empty()) {
-    args.allow_retry = false;
-    args.allow_posted = false;
-    return args;
-  }
-  if (detail::is_comp_null_retry(local_comp)) args.allow_posted = false;
-  // This pair leaves only retry, which is no completion at all.
-  if (!args.allow_posted && !args.allow_done) {
-    throw std::invalid_argument(
-        "allow_posted = false with allow_done = false: only retry would be left");
-  }
+  args.mode = resolve_mode(local_comp, direction == direction_t::IN && rmr.is_empty(), options);
   return args;
 }
 
@@ -148,7 +158,8 @@ detail::matching_engine_impl_t* matching_engine_of(const common_options_t& optio
 status_t post_matched(direction_t direction, int rank, void* local_buffer, std::size_t size,
                       tag_t tag, comp_t local_comp, matching_policy_t matching_policy,
                       const common_options_t& options) {
-  detail::post_args_t args = resolve(direction, rank, local_buffer, size, local_comp, options);
+  detail::post_args_t args =
+      resolve(direction, rank, local_buffer, size, local_comp, rmr_t{}, options);
   args.matching_engine = matching_engine_of(options);
   args.tag = tag;
   args.matching_policy = matching_policy;
@@ -163,9 +174,9 @@ status_t post_rma(direction_t direction, int rank, void* local_buffer, std::size
     throw std::invalid_argument(direction == direction_t::OUT ? "post_put: rmr is empty"
                                                               : "post_get: rmr is empty");
   }
-  detail::post_args_t args = resolve(direction, rank, local_buffer, size, local_comp, options);
+  detail::post_args_t args =
+      resolve(direction, rank, local_buffer, size, local_comp, rmr, options);
   args.remote_disp = remote_disp;
-  args.rmr = rmr;
   args.tag = tag;
   args.remote_comp = remote_comp;
   return post(args, options);
@@ -184,10 +195,10 @@ status_t post_comm_x::call_impl(direction_t direction, int rank, void* local_buf
   const common_options_t options{device,        endpoint,     packet_pool,    matching_engine,
                                  comp_semantic, mr,           &local_buffers, user_context,
                                  allow_done,    allow_posted, allow_retry,    runtime};
-  detail::post_args_t args = resolve(direction, rank, local_buffer, size, local_comp, options);
+  detail::post_args_t args =
+      resolve(direction, rank, local_buffer, size, local_comp, rmr, options);
   if (rmr.is_empty() && remote_comp == 0) args.matching_engine = matching_engine_of(options);
   args.remote_disp = remote_disp;
-  args.rmr = rmr;
   args.tag = tag;
   args.remote_comp = remote_comp;
   args.matching_policy = matching_policy;
@@ -205,7 +216,7 @@ status_t post_am_x::call_impl(int rank, void* local_buffer, size_t size, comp_t 
                                  comp_semantic, mr,           &local_buffers, user_context,
                                  allow_done,    allow_posted, allow_retry,    runtime};
   detail::post_args_t args =
-      resolve(direction_t::OUT, rank, local_buffer, size, local_comp, options);
+      resolve(direction_t::OUT, rank, local_buffer, size, local_comp, rmr_t{}, options);
   args.tag = tag;
   args.remote_comp = remote_comp;
   return post(args, options);

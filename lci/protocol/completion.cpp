@@ -4,6 +4,7 @@
 #include "lci/comp/comp_impl.hpp"
 #include "lci/protocol/protocol.hpp"
 #include "lci/runtime/device_impl.hpp"
+#include "lci/runtime/post_mode.hpp"
 #include "lci/runtime/runtime_impl.hpp"
 
 namespace lci::detail {
@@ -36,7 +37,8 @@ request_t* new_request(const post_args_t& args, request_kind_t kind) {
 
 status_t finish_at_once(const post_args_t& args, status_t status) {
   status.error = errorcode_t::done;
-  if (args.allow_done || args.comp == nullptr) return status;
+  if (returns_done(args.mode)) return status;
+  LCI_ASSERT(args.comp != nullptr, "a post that signals at once has no completion object");
   args.comp->signal(status);
   return status_t(errorcode_t::posted);
 }

@@ -11,6 +11,7 @@
 #include "lci/protocol/protocol.hpp"
 #include "lci/runtime/allocator.hpp"
 #include "lci/runtime/device_impl.hpp"
+#include "lci/runtime/post_mode.hpp"
 #include "lci/runtime/runtime_impl.hpp"
 #include "lci/util/mutation.hpp"
 
@@ -219,7 +220,7 @@ status_t post_recv_matched(const post_args_t& args) {
              "a receive of ANY_TAG compares the tag");
   matching_engine_impl_t& engine = *args.matching_engine;
   const matching_entry_key_t key = matching_key(engine, args.rank, args.tag, policy);
-  if (at_once_only(args)) return recv_at_once(args, key);
+  if (takes_arrived_only(args.mode)) return recv_at_once(args, key);
   request_t* request = new_request(args, request_kind_t::recv);
   if (request == nullptr) return status_t(errorcode_t::retry_nomem);
   request->capacity = args.size;

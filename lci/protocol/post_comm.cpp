@@ -4,6 +4,7 @@
 
 #include "lci/protocol/protocol.hpp"
 #include "lci/runtime/device_impl.hpp"
+#include "lci/runtime/post_mode.hpp"
 #include "lci/runtime/runtime_impl.hpp"
 #include "lci/util/assert.hpp"
 #include "lci/util/log.hpp"
@@ -70,26 +71,29 @@ void release_deferred(device_impl_t& device, deferred_post_t* post) { device.giv
 
 status_t post_comm(const post_args_t& args) {
   check_args(args);
-  LCI_ASSERT(args.allow_posted || (at_once_only(args) && args.direction == direction_t::IN &&
-                                   args.rmr.is_empty()),
-             "allow_posted = false reached post_comm for an operation other than a receive "
-             "that may retry (post_ops.cpp waits for those)");
+  if (takes_arrived_only(args.mode)) {
+    LCI_ASSERT(args.direction == direction_t::IN && args.rmr.is_empty(),
+               "an operation other than a receive takes only what has arrived");
+  }
+  if (!returns_done(args.mode) || queues_refusal(args.mode)) {
+    LCI_ASSERT(args.comp != nullptr, "a post that signals or queues has no completion object");
+  }
   status_t status = run_operation(args);
   LCI_LOG(debug, "post", "rank %d: %s %s rank %d, %zu bytes, tag %llu%s: %s\n",
           args.device->runtime()->rank_me(), args.rmr.is_empty() ? "message" : "rma",
           args.direction == direction_t::OUT ? "to" : "from", args.rank, args.size,
           static_cast<unsigned long long>(args.tag), args.remote_comp != 0 ? " (am)" : "",
           status.is_done() ? "done" : status.is_posted() ? "posted" : "retry");
-  if (!status.is_retry() || args.allow_retry) return status;
-  // Retry is not allowed: the backlog re-runs the operation until the
-  // network takes it; its completion object is signalled as usual.
+  if (!status.is_retry() || !queues_refusal(args.mode)) return status;
+  // The backlog re-runs the operation until the network takes it; its
+  // completion object is signalled as usual.
   LCI_ASSERT(args.comp != nullptr, "an operation without a completion object went to the backlog");
   device_impl_t& device = *args.device;
   deferred_post_t* post = device.take_deferred_post();
   post->args = args;
-  post->args.allow_done = false;
-  post->args.allow_posted = true;  // the backlog completes it later anyway
-  post->args.allow_retry = true;
+  post_inputs_t replay;  // its caller has returned: the outcome is only signalled
+  replay.origin = post_origin_t::backlog;
+  post->args.mode = *post_mode_of(replay);
   device_impl_t* const device_ptr = &device;
   const error_t error = device.run_or_backlog([device_ptr, post]() -> error_t {
     error_t outcome;

@@ -126,10 +126,6 @@ status_t finish_in_post(const post_args_t& args, status_t status);
 // the request holds (packet, registration) and deletes it.
 void complete_request(request_t* request, errorcode_t code);
 
-// Progress: a network completion of each kind.
-void handle_incoming(device_impl_t& device, const backend::net_status_t& status);
-void handle_local_completion(device_impl_t& device, const backend::net_status_t& status);
-
 // Between protocols.
 // An eager message or active message: delivered, matched or stored. false
 // (nothing done, the arrival still held): it must be kept and no packet is

@@ -10,6 +10,7 @@
 
 #include "backends/backend.hpp"
 #include "lci/api/lci_types.hpp"
+#include "lci/runtime/post_mode.hpp"
 
 namespace lci::detail {
 
@@ -23,7 +24,10 @@ struct post_args_t {
   int rank = 0;
   void* buffer = nullptr;
   std::size_t size = 0;
-  comp_impl_t* comp = nullptr;  // nullptr: COMP_NULL / COMP_NULL_RETRY
+  // The completion object signalled when the operation finishes later;
+  // nullptr only for a receive whose mode takes an arrived message only
+  // (COMP_NULL_RETRY), which signals nothing.
+  comp_impl_t* comp = nullptr;
   device_impl_t* device = nullptr;
   matching_engine_impl_t* matching_engine = nullptr;
   comp_semantic_t comp_semantic = comp_semantic_t::memory;
@@ -37,12 +41,9 @@ struct post_args_t {
   rcomp_t remote_comp = 0;
   void* user_context = nullptr;
   matching_policy_t matching_policy = matching_policy_t::rank_tag;
-  bool allow_done = true;
-  // false reaches the protocols only for a receive that may retry
-  // (at_once_only()): post_ops.cpp waits for every other operation posted
-  // with allow_posted = false (COMP_NULL, COMP_NULL_RETRY) itself.
-  bool allow_posted = true;
-  bool allow_retry = true;
+  // What the post may answer its caller (post_mode.hpp): every layer
+  // reads this, never the program's allow_* options.
+  post_mode_t mode = post_mode_t::done_posted_retry;
   // A program's own post (post_ops.cpp): an outgoing one takes its buffer
   // over when that is a packet (takes_upacket in protocol.hpp). A
   // collective posts its buffers several times, so it never gives one away.
@@ -52,19 +53,14 @@ struct post_args_t {
   bool has_mr() const { return mr.base != nullptr; }
 };
 
-// A post that allow_retry(false) (or COMP_NULL) sent to the backlog
-// (post_comm): its arguments, from the device's pool (device_pools_t). It
-// always has a completion object (COMP_NULL's is the post's own, which
+// A post whose mode queues a refusal (queues_refusal) that the network
+// refused (post_comm): its arguments, from the device's pool
+// (device_pools_t), in the mode of a backlog replay. It always has a
+// completion object (a waiting post's is the post's own, which
 // post_ops.cpp waits for), so the caller's buffer stays in use until that
 // is signalled: no copy of the payload is needed.
 struct deferred_post_t {
   post_args_t args;
 };
-
-// A receive that takes an arrived message (done) or leaves nothing behind
-// (retry): allow_posted(false) or COMP_NULL_RETRY.
-inline bool at_once_only(const post_args_t& args) {
-  return !args.allow_posted && args.allow_retry;
-}
 
 }  // namespace lci::detail

@@ -88,7 +88,6 @@ class packet_pool_impl_t {
   // return_receive_share().
   [[nodiscard]] std::size_t take_receive_shares(std::size_t wanted, bool device_has_none);
   void return_receive_share(std::size_t count);
-  std::size_t receive_packets_max() const { return receive_packets_max_; }
 
   // free_packet_pool, once no device uses the pool (closing devices gave
   // their posted receives' packets back): throws invalid_argument, changing

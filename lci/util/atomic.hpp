@@ -10,7 +10,6 @@
 //   var<T>            plain shared data whose races the model checker must see
 //                     (in production, just a T)
 //   atomic_u64_pair   a 16-byte word updated by double-width CAS (LCRQ cells)
-//   thread_fence(mo)  std::atomic_thread_fence
 //   spin_pause()      the body of every spin loop (PAUSE; a yield under Relacy)
 //
 // Under Relacy each operation records its call site through __builtin_FILE /
@@ -95,10 +94,6 @@ class var {
   rl::var<T> value_;
 };
 
-inline void thread_fence(memory_order mo, LCI_RL_SITE) {
-  rl::atomic_thread_fence(mo, site);
-}
-
 inline void spin_pause(LCI_RL_SITE) { rl::yield(1, site); }
 
 #else  // production
@@ -177,8 +172,6 @@ class var {
  private:
   T value_;
 };
-
-inline void thread_fence(memory_order mo) { std::atomic_thread_fence(mo); }
 
 inline void spin_pause() {
 #if defined(__x86_64__) || defined(__i386__)
