@@ -245,9 +245,9 @@ mr_t register_memory_x::call_impl(void* address, std::size_t size, device_t devi
   constexpr int attempts_max = 1024;
   // The program's registration stands until it deregisters: it comes out of
   // the device's standing share, so that the protocol's writes always find
-  // one (device_impl_t::take_standing_registration).
+  // one (device_accounting_t::take_standing_registration).
   int attempt = 1;
-  bool taken = d.take_standing_registration();
+  bool taken = d.accounting().take_standing_registration();
   // A raw device is never progressed here: its completions are the
   // program's (net_poll_cq), and the protocol holds none of its
   // registrations.
@@ -259,12 +259,12 @@ mr_t register_memory_x::call_impl(void* address, std::size_t size, device_t devi
   // contract with a limit of 1025 (docs/verification.md).
   for (; !taken && attempt < attempts_max; ++attempt) {
     wait_for_registrations();
-    taken = d.take_standing_registration();
+    taken = d.accounting().take_standing_registration();
   }
   if (!taken) {
     throw std::runtime_error(
         "register_memory: the device's registrations are taken (" +
-        std::to_string(d.standing_registrations_max()) +
+        std::to_string(d.accounting().standing_registrations_max()) +
         " may stand at once, the program's and rendezvous receives'; the rest of the "
         "network's registrations_max is kept for the protocol's writes); deregister some");
   }
@@ -275,7 +275,7 @@ mr_t register_memory_x::call_impl(void* address, std::size_t size, device_t devi
     error = d.net().register_memory(address, size, &net_mr);
   }
   if (!error.is_done()) {
-    d.return_standing_registration();
+    d.accounting().return_standing_registration();
     throw std::runtime_error("register_memory: the network refused to register " +
                              std::to_string(size) + " bytes " + std::to_string(attempts_max) +
                              " times (" + error.get_str() + ")");

@@ -30,7 +30,7 @@ request_t* new_request(const post_args_t& args, request_kind_t kind) {
   // the request back unposted.
   if (takes_upacket(args)) request->packet = args.buffer;
   // A receive is in flight only from its RTR (start_rtr()).
-  if (kind != request_kind_t::recv) args.device->mark_in_flight(request);
+  if (kind != request_kind_t::recv) args.device->accounting().mark_in_flight(request);
   return request;
 }
 

@@ -75,11 +75,11 @@ error_t send_packet(device_impl_t& device, int rank, const void* head, std::size
   if (size > 0) std::memcpy(bytes + head_size, data, size);
   request->kind = request_kind_t::send_eager;
   request->packet = packet;
-  device.mark_in_flight(request);
+  device.accounting().mark_in_flight(request);
   hand_over(request, request_owner_t::thread, request_owner_t::network);
   const error_t error =
       device.net().post_send(rank, packet, head_size + size, backend::net_mr_t{}, imm, request);
-  if (error.is_done() || error.is_posted()) device.note_network_post();
+  if (error.is_done() || error.is_posted()) device.accounting().note_network_post();
   if (!error.is_done() && !error.is_posted()) {
     request->packet = nullptr;
     device_impl_t::give_back(request);
@@ -142,7 +142,7 @@ status_t post_send_or_am(const post_args_t& args, bool is_am) {
   hand_over(request, request_owner_t::thread, request_owner_t::network);
   const error_t error = device.net().post_send(args.rank, packet, wire_size, backend::net_mr_t{},
                                                encoded.imm, request);
-  if (error.is_done() || error.is_posted()) device.note_network_post();
+  if (error.is_done() || error.is_posted()) device.accounting().note_network_post();
   if (!error.is_done() && !error.is_posted()) {
     request->packet = nullptr;
     device_impl_t::give_back(request);

@@ -127,11 +127,11 @@ namespace {
 // caller copies through packets instead of waiting; another retry (a busy
 // lock) is worth waiting for.
 error_t register_receive(device_impl_t& device, request_t* recv) {
-  if (!device.take_standing_registration()) return errorcode_t::retry_nomem;
+  if (!device.accounting().take_standing_registration()) return errorcode_t::retry_nomem;
   const error_t error =
       device.net().register_memory(recv->status.buffer, recv->capacity, &recv->owned_mr);
   if (!error.is_done()) {
-    device.return_standing_registration();  // nothing was registered
+    device.accounting().return_standing_registration();  // nothing was registered
     return error;
   }
   recv->mr = recv->owned_mr;
@@ -213,7 +213,7 @@ error_t offer_receive(device_impl_t& device, request_t* recv, rtr_t* rtr) {
 
 void start_rtr(device_impl_t& device, request_t* recv, const rts_t& rts) {
   recv->peer_request = rts.send_request;
-  device.mark_in_flight(recv);
+  device.accounting().mark_in_flight(recv);
   // Until its data lands the receive waits on the sender alone.
   if (!device.runtime()->watch(recv)) {
     complete_request(recv, errorcode_t::fatal);  // the sender died meanwhile
@@ -329,7 +329,7 @@ void start_write(device_impl_t& device, request_t* send, int rank, const rtr_t& 
                                    protocol::make_imm(protocol::msg_type_t::rdv_data, rdv_id),
                                    send)
                  : net.post_put(rank, send->status.buffer, size, send->mr, offset, rmr, send);
-    if (error.is_done() || error.is_posted()) device_ptr->note_network_post();
+    if (error.is_done() || error.is_posted()) device_ptr->accounting().note_network_post();
     // Refused: this step still holds it, to post it again.
     if (!error.is_done() && !error.is_posted()) {
       hand_over(send, request_owner_t::network, request_owner_t::thread);

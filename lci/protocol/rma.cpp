@@ -139,7 +139,7 @@ status_t post_put(const post_args_t& args) {
                  : net.post_put(args.rank, args.buffer, args.size, request->mr, target.offset,
                                 target.rmr, request);
   if (!error.is_done() && !error.is_posted()) return abandon(device, request, error);
-  device.note_network_post();
+  device.accounting().note_network_post();
   return status_t(errorcode_t::posted);
 }
 
@@ -159,7 +159,7 @@ status_t post_get(const post_args_t& args) {
   error = device.net().post_get(args.rank, args.buffer, args.size, request->mr, target.offset,
                                 target.rmr, request);
   if (!error.is_done() && !error.is_posted()) return abandon(device, request, error);
-  device.note_network_post();
+  device.accounting().note_network_post();
   return status_t(errorcode_t::posted);
 }
 

@@ -64,7 +64,7 @@ status_t post_checked_get(const post_args_t& args, const net_target_t& target) {
   request_t* recv = new_request(args, request_kind_t::recv);
   if (recv == nullptr) return status_t(errorcode_t::retry_nomem);
   recv->capacity = args.size;
-  device.mark_in_flight(recv);
+  device.accounting().mark_in_flight(recv);
   runtime_impl_t& runtime = *device.runtime();
   // Until its data lands the get waits on the target alone.
   if (!runtime.watch(recv)) {
@@ -197,7 +197,7 @@ bool handle_rma_rts(device_impl_t& device, int rank, const rma_rts_t& message) {
     start_rtr(device, request, rts);  // names the pinned registration: no registering
   } else {
     request->kind = request_kind_t::send_rdv;
-    device.mark_in_flight(request);
+    device.accounting().mark_in_flight(request);
     start_write(device, request, rank, message.receive);
   }
   return true;

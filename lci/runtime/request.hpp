@@ -63,9 +63,10 @@ class in_flight_mark_t {
   // Ends one operation's count taken by detach(); nothing for nullptr.
   static void end(util::atomic<std::int64_t>* count) {
     if (count == nullptr) return;
-    // release: pairs with the acquire in device_impl_t::drained(), so a
-    // caller told "drained" sees what the finished operation did (and
-    // its completion object's signal).
+    // release: pairs with the acquire in
+    // device_accounting_t::in_flight_none(), so a caller told "drained"
+    // sees what the finished operation did (and its completion object's
+    // signal).
     const std::int64_t before = count->fetch_sub(1, util::mo_release);
     LCI_ASSERT(before >= 1, "operations in flight went negative");
   }

@@ -17,7 +17,7 @@
 //       provider holds unmatched while the regions wait fill its receive
 //       entries, and it refuses a region until receives take them. Rank 0
 //       threw "fi_recvmsg: Cannot allocate memory" here before; it now
-//       posts packets meanwhile (device_impl_t::replenish_regions).
+//       posts packets meanwhile (device_receives_t::replenish_regions).
 // Run as N >= 3 real processes under tools/lcirun (tests/runtime/BUILD).
 // Rank 0 prints "rank 0: received <count>"; every rank prints "rank <r>:
 // left cleanly" after g_runtime_fina, or "rank <r>: error: <what>" and

@@ -200,7 +200,7 @@ TEST(Incast, ReceivesNamingRendezvousSendsTakeThemPastFullRecords) {
 
 // A region refused because unmatched messages hold the network's receive
 // entries stays refused until receives take those messages: the device
-// posts packets meanwhile (device_impl_t::replenish_regions). Without
+// posts packets meanwhile (device_receives_t::replenish_regions). Without
 // them, over libfabric shm with LCI_OFI_MULTI_RECV=1, rank 0 threw
 // "fi_recvmsg: Cannot allocate memory" (or, with that taken as a retry,
 // waited forever).
