@@ -10,6 +10,7 @@
 #include "lci/progress/idle_yield.hpp"
 #include "lci/protocol/arrival.hpp"
 #include "lci/protocol/protocol.hpp"
+#include "lci/protocol/request_state.hpp"
 #include "lci/runtime/device_impl.hpp"
 #include "lci/runtime/runtime_impl.hpp"
 #include "lci/util/log.hpp"
@@ -179,7 +180,7 @@ void dispatch_local(device_impl_t& device, const backend::net_status_t& status) 
   auto* request = static_cast<request_t*>(status.user_context);
   LCI_ASSERT(request != nullptr, "a local completion without its request");
   hand_over(request, request_owner_t::network, request_owner_t::thread);
-  switch (request->kind) {
+  switch (state_of(request).kind) {
     case request_kind_t::send_eager:
     case request_kind_t::put:
       complete_request(request, errorcode_t::done);
@@ -210,7 +211,7 @@ bool reported_to_its_operation(const backend::net_status_t& status) {
   }
   const auto* request = static_cast<const request_t*>(status.user_context);
   const bool user_rma =
-      request->kind == request_kind_t::put || request->kind == request_kind_t::get;
+      state_of(request).kind == request_kind_t::put || state_of(request).kind == request_kind_t::get;
   LCI_ASSERT(!user_rma || request->comp != nullptr, "a put or get without a completion object");
   return user_rma;
 }

@@ -63,7 +63,7 @@ protocol::msg_fields_t fields_of_post(const post_args_t& args, bool is_am) {
 error_t send_packet(device_impl_t& device, int rank, const void* head, std::size_t head_size,
                     const void* data, std::size_t size, std::uint32_t imm) {
   LCI_ASSERT(head_size + size <= device.packet_payload_max(), "a message over a packet");
-  request_t* request = device.take_request();
+  request_t* request = take_protocol_request(device);
   if (request == nullptr) return errorcode_t::retry_nomem;
   void* packet = device.packet_pool()->pool.get();
   if (packet == nullptr) {
@@ -73,7 +73,7 @@ error_t send_packet(device_impl_t& device, int rank, const void* head, std::size
   auto* bytes = static_cast<std::byte*>(packet);
   if (head_size > 0) std::memcpy(bytes, head, head_size);
   if (size > 0) std::memcpy(bytes + head_size, data, size);
-  request->kind = request_kind_t::send_eager;
+  state_of(request).kind = request_kind_t::send_eager;
   request->packet = packet;
   device.accounting().mark_in_flight(request);
   hand_over(request, request_owner_t::thread, request_owner_t::network);

@@ -163,9 +163,10 @@ void device_impl_t::release_owned_mr(request_t* request) {
   if (request->owned_mr.is_empty()) return;
   net_->deregister_memory(&request->owned_mr);
   LCI_ASSERT(request->owned_mr.is_empty(), "a deregistered mr is not empty");
-  // Only a rendezvous receive registers for itself among receives (an
-  // eager one copies from a packet).
-  if (request->kind == request_kind_t::recv) accounting_.return_standing_registration();
+  if (request->owned_mr_standing) {
+    request->owned_mr_standing = false;
+    accounting_.return_standing_registration();
+  }
 }
 
 void device_impl_t::release_pin(request_t* request) {

@@ -56,7 +56,7 @@ def orders():
         "unpin": at(source("runtime", "resources.hpp"), "pins.fetch_sub(1"),
         "wait_unpinned": at(source("progress", "progress.cpp"), "mr.pins.load(util::mo_"),
         # handle_rdv_chunk()'s byte count
-        "chunk_copied": at(source("protocol", "rendezvous.cpp"), "recv->copied.fetch_add(size"),
+        "chunk_copied": at(source("protocol", "rendezvous.cpp"), "state_of(recv).copied.fetch_add(size"),
         # recv_regions_t: release_arrival(), release_posting(), finish(), post_ready()
         "arrival": at(source("runtime", "recv_regions.cpp"), "region.balance.fetch_sub(1"),
         "posting": at(source("runtime", "recv_regions.cpp"), "region.balance.fetch_add(messages"),
