@@ -24,7 +24,7 @@ status_t post_rts(const post_args_t& args, rts_kind_t kind, rma_rts_t* rma) {
   device_impl_t& device = *args.device;
   // The send buffer is registered when the RTR arrives (handle_rtr), not
   // here: a send waiting for its RTR would otherwise hold a registration
-  // that only the peer's progress frees (docs/design/runtime.md,
+  // that only the peer's progress frees (docs/design/protocol.md,
   // "Registrations").
   request_t* request = new_request(args, request_kind_t::send_rdv);
   if (request == nullptr) return status_t(errorcode_t::retry_nomem);
@@ -121,7 +121,7 @@ bool handle_rts(device_impl_t& device, int rank, const rts_t& rts) {
 namespace {
 
 // Registers a rendezvous receive's buffer for the sender's write, from the
-// device's standing share (docs/design/runtime.md, "Registrations"). done;
+// device's standing share (docs/design/protocol.md, "Registrations"). done;
 // retry_nomem or fatal when none can be had (the share is used up, the
 // network is out of registrations or will never register this buffer): the
 // caller copies through packets instead of waiting; another retry (a busy
@@ -380,7 +380,7 @@ void handle_rdv_chunk(device_impl_t& device, int rank, std::uint32_t rdv_id,
   }
   // A crash of the sender failed it: the buffer may be the user's again.
   // (A crash between this check and the copy below is the window the
-  // backlogged RTR step has too: docs/design/runtime.md, "Crashed peers".)
+  // backlogged RTR step has too: docs/design/lifecycle.md, "Crashed peers".)
   if (device.runtime()->is_failed(recv)) return;
   std::memcpy(static_cast<std::byte*>(recv->status.buffer) + chunk.offset, data, size);
   // acq_rel: release publishes this chunk's bytes to the thread whose chunk

@@ -2,7 +2,7 @@
 // done, and what it may still take: its operations in flight (what
 // test_drained() asks), its posts the network has not completed yet (what
 // a closing device waits for), and its standing registrations (a share of
-// the network's registrations, docs/design/runtime.md, "Registrations").
+// the network's registrations, docs/design/protocol.md, "Registrations").
 //
 // Thread safety: every method may run concurrently with every other: each
 //                count is one atomic, on a cache line of its own, since

@@ -12,7 +12,7 @@
 //                arguments, never what they point to.
 // Allocation:    the queue's ring of device_pools_t::backlog_steps_max
 //                steps at construction; past that a push doubles it (the
-//                Pools table in docs/design/runtime.md says what bounds it).
+//                Pools table in docs/design/device.md says what bounds it).
 // Limits:        none: push() never refuses (see run_or_backlog()).
 #pragma once
 

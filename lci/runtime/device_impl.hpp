@@ -1,6 +1,6 @@
 // device_impl_t: one LCI device (paper §3.3, §4.2): a network device, the
 // packet pool it receives into, and the parts it is made of, each a class
-// of its own (docs/design/runtime.md):
+// of its own (docs/design/device.md):
 //   device_receives_t    the receives it keeps pre-posted
 //   device_backlog_t     the protocol steps that found the network busy
 //   device_accounting_t  operations in flight, network posts not completed,
@@ -42,7 +42,7 @@
 //                doubles, and a record for an unexpected message past its
 //                pool is allocated (device_pools_t).
 // Limits:        device_pools_t's bounds; an empty pool is retry for a post and a
-//                backlogged arrival for progress (docs/design/runtime.md,
+//                backlogged arrival for progress (docs/design/device.md,
 //                "Pools"), but for the records of unexpected messages.
 #pragma once
 

@@ -31,7 +31,7 @@ namespace lci::detail {
 //
 // Records for unexpected messages are the one pool an arrival never finds
 // empty: past `unexpected`'s bound, take_unexpected() allocates a record
-// (docs/design/runtime.md, "Pools"). An arrival cannot be refused, and
+// (docs/design/device.md, "Pools"). An arrival cannot be refused, and
 // waiting for a record cost as much memory in the backlog while no receive
 // could find it; what bounds those records is what bounds the arrivals
 // (the packets holding eager messages, the senders' requests behind RTSs).

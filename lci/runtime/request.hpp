@@ -12,7 +12,7 @@
 // Allocation:    none while the pools, allocated with the device, have
 //                room; an unexpected-message record past its pool's bound
 //                is allocated (device_pools_t).
-// Limits:        the pools' bounds (docs/design/runtime.md, "Pools"); an
+// Limits:        the pools' bounds (docs/design/device.md, "Pools"); an
 //                empty request pool is retry for a post, and waits in the
 //                backlog for an arrival.
 #pragma once

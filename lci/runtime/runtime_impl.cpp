@@ -66,7 +66,7 @@ struct sizing_t {
   std::size_t receive_reserve;
   std::size_t matching_buckets;
   std::size_t matching_overflow_nodes;
-  // Per device (device_pools_t; docs/design/runtime.md, "Pools"): requests
+  // Per device (device_pools_t; docs/design/device.md, "Pools"): requests
   // not yet completed, arrived messages no receive has taken yet, posts the
   // backlog took over (allow_retry = false), and protocol steps the backlog
   // holds before it grows. A step is queued only when the network or a

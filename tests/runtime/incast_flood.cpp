@@ -11,7 +11,7 @@
 //       backlog full" here over libfabric shm; once it could, draining
 //       them took seconds, each receive paying a try of every RTS still
 //       waiting. Rank 0 now allocates records past its pool
-//       (docs/design/runtime.md, "Pools").
+//       (docs/design/device.md, "Pools").
 //   eager  15,000 sends of 1000 B from each sender, for a device with
 //       receive regions (LCI_OFI_MULTI_RECV=1): over shm, the messages the
 //       provider holds unmatched while the regions wait fill its receive

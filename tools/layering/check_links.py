@@ -135,7 +135,7 @@ def main(argv: Sequence[str]) -> int:
         print(error)
     if errors:
         print(f"check_links: {len(errors)} symbol(s) found only above the library that needs "
-              "them (docs/design/runtime.md)", file=sys.stderr)
+              "them (docs/design/layers.md)", file=sys.stderr)
         return 1
     print(f"check_links: {len(libraries)} libraries link against their dependencies alone")
     return 0
