@@ -4,7 +4,7 @@
 # with the command line that replays it. The soak's own tests run fixed
 # seeds; a sweep explores the space around them (ranks, threads, shared or
 # per-thread devices, provider profiles, fault mixes, concurrent mode), the
-# way the receive-reserve deadlock was found (docs/design/runtime.md,
+# way the receive-reserve deadlock was found (docs/design/device.md,
 # "Receive reserve").
 #
 # usage: tools/soak_sweep.sh [--binary PATH] [--duration SECONDS | --runs N]

@@ -72,7 +72,7 @@ error_t ofi_device_impl_t::finish_post_locked(op_t* op, long rc, const char* cal
   // use, as shm's are once its unexpected messages fill them (they share
   // rx_attr.size entries with posted receives; a multi-receive post takes
   // one first). A retry, which the runtime answers by posting packets that
-  // take those messages (device_impl_t::replenish_regions).
+  // take those messages (device_receives_t::replenish_regions).
   if (rc == -FI_EAGAIN || (rc == -FI_ENOMEM && op->opcode == net_opcode_t::recv)) {
     ops_.release(op);
     return refused_locked(rank);

@@ -16,7 +16,7 @@
 //                progress cannot hand back to anyone (a refused handshake,
 //                an arrival waiting for a packet), so a full ring must not
 //                fail it; entries_max is how many wait without allocating.
-//                The caller bounds what it queues (docs/design/runtime.md,
+//                The caller bounds what it queues (docs/design/device.md,
 //                "Pools").
 // Order:         FIFO, across growth too.
 // Linearization points: push() and pop() inside the lock; an empty pop()

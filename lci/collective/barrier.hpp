@@ -22,7 +22,7 @@ class matching_engine_impl_t;
 status_t run_barrier(runtime_impl_t& rt, device_impl_t& device,
                      matching_engine_impl_t& matching_engine);
 
-// Leaving (docs/design/runtime.md, "Leaving"). Collective, right before
+// Leaving (docs/design/lifecycle.md, "Leaving"). Collective, right before
 // the runtime's destruction (free_runtime, g_runtime_fina): a barrier on
 // the default device, or without one on a device allocated for it (every
 // rank allocates it at the same place of its device order; the teardown

@@ -20,89 +20,6 @@ namespace lci {
 
 namespace detail {
 
-std::byte g_comp_null_retry;
-
-comp_impl_t* comp_null_retry_sentinel() {
-  return reinterpret_cast<comp_impl_t*>(&g_comp_null_retry);
-}
-
-runtime_impl_t& resolve_global_runtime() {
-  runtime_impl_t* global = current_host().g_runtime_slot();
-  if (global == nullptr) {
-    throw std::logic_error(
-        "lci: no runtime: call g_runtime_init() first (or pass runtime(...)); after "
-        "g_runtime_fina() the global runtime is gone");
-  }
-  return *global;
-}
-
-device_impl_t& resolve_device(runtime_impl_t& runtime, device_t device) {
-  device_impl_t* impl = device.p_impl != nullptr ? device.p_impl : runtime.default_device();
-  if (impl == nullptr) {
-    throw std::invalid_argument("device: empty and the runtime has no default device");
-  }
-  if (impl->runtime() != &runtime) {
-    throw std::invalid_argument("device: belongs to another runtime");
-  }
-  return *impl;
-}
-
-device_impl_t& resolve_device(runtime_impl_t& runtime, device_t device, endpoint_t endpoint) {
-  if (device.is_empty() && !endpoint.is_empty()) device = device_t(endpoint.p_impl->device);
-  device_impl_t& impl = resolve_device(runtime, device);
-  if (!endpoint.is_empty() && endpoint.p_impl->device != &impl) {
-    throw std::invalid_argument("endpoint: belongs to another device than `device`");
-  }
-  return impl;
-}
-
-packet_pool_impl_t& resolve_packet_pool(runtime_impl_t& runtime, packet_pool_t pool) {
-  packet_pool_impl_t* impl = pool.p_impl != nullptr ? pool.p_impl : runtime.default_packet_pool();
-  if (impl == nullptr) {
-    throw std::invalid_argument("packet_pool: empty and the runtime has no default packet pool");
-  }
-  if (impl->runtime != &runtime) {
-    throw std::invalid_argument("packet_pool: belongs to another runtime");
-  }
-  return *impl;
-}
-
-matching_engine_impl_t& resolve_matching_engine(runtime_impl_t& runtime,
-                                                matching_engine_t engine) {
-  matching_engine_impl_t* impl =
-      engine.p_impl != nullptr ? engine.p_impl : runtime.default_matching_engine();
-  if (impl == nullptr) {
-    throw std::invalid_argument(
-        "matching_engine: empty and the runtime has no default matching engine");
-  }
-  if (impl->runtime != &runtime) {
-    throw std::invalid_argument("matching_engine: belongs to another runtime");
-  }
-  return *impl;
-}
-
-const mr_impl_t* resolve_mr(const char* op, mr_t mr, const device_impl_t* device) {
-  const auto sentinel = reinterpret_cast<std::uintptr_t>(mr.p_impl);
-  if (sentinel == mr_device_sentinel) {
-    throw std::invalid_argument(std::string(op) +
-                                ": mr = MR_DEVICE: there is no device (GPU) memory support "
-                                "here; pass host memory (MR_HOST or a registration)");
-  }
-  if (mr.is_empty()) return nullptr;  // MR_HOST, MR_UNKNOWN
-  if (device != nullptr && mr.p_impl->device != device) {
-    throw std::invalid_argument(std::string(op) + ": mr: registered with another device");
-  }
-  return mr.p_impl;
-}
-
-void throw_not_comp_of_kind(const comp_impl_t* impl, const char* operation) {
-  if (impl == nullptr) {
-    throw std::invalid_argument(std::string(operation) + ": comp is empty (COMP_NULL)");
-  }
-  throw std::invalid_argument(std::string(operation) +
-                              ": comp is a completion object of another kind");
-}
-
 const attr_runtime_t& get_attr(const runtime_impl_t* impl) { return impl->attr(); }
 const attr_device_t& get_attr(const device_impl_t* impl) { return impl->attr(); }
 const attr_endpoint_t& get_attr(const endpoint_impl_t* impl) { return impl->attr; }
@@ -328,9 +245,9 @@ mr_t register_memory_x::call_impl(void* address, std::size_t size, device_t devi
   constexpr int attempts_max = 1024;
   // The program's registration stands until it deregisters: it comes out of
   // the device's standing share, so that the protocol's writes always find
-  // one (device_impl_t::take_standing_registration).
+  // one (device_accounting_t::take_standing_registration).
   int attempt = 1;
-  bool taken = d.take_standing_registration();
+  bool taken = d.accounting().take_standing_registration();
   // A raw device is never progressed here: its completions are the
   // program's (net_poll_cq), and the protocol holds none of its
   // registrations.
@@ -342,12 +259,12 @@ mr_t register_memory_x::call_impl(void* address, std::size_t size, device_t devi
   // contract with a limit of 1025 (docs/verification.md).
   for (; !taken && attempt < attempts_max; ++attempt) {
     wait_for_registrations();
-    taken = d.take_standing_registration();
+    taken = d.accounting().take_standing_registration();
   }
   if (!taken) {
     throw std::runtime_error(
         "register_memory: the device's registrations are taken (" +
-        std::to_string(d.standing_registrations_max()) +
+        std::to_string(d.accounting().standing_registrations_max()) +
         " may stand at once, the program's and rendezvous receives'; the rest of the "
         "network's registrations_max is kept for the protocol's writes); deregister some");
   }
@@ -358,7 +275,7 @@ mr_t register_memory_x::call_impl(void* address, std::size_t size, device_t devi
     error = d.net().register_memory(address, size, &net_mr);
   }
   if (!error.is_done()) {
-    d.return_standing_registration();
+    d.accounting().return_standing_registration();
     throw std::runtime_error("register_memory: the network refused to register " +
                              std::to_string(size) + " bytes " + std::to_string(attempts_max) +
                              " times (" + error.get_str() + ")");

@@ -10,6 +10,7 @@
 #include "lci/progress/idle_yield.hpp"
 #include "lci/protocol/arrival.hpp"
 #include "lci/protocol/protocol.hpp"
+#include "lci/protocol/request_state.hpp"
 #include "lci/runtime/device_impl.hpp"
 #include "lci/runtime/runtime_impl.hpp"
 #include "lci/util/log.hpp"
@@ -88,7 +89,7 @@ void dispatch_arrival(device_impl_t& device, const backend::net_status_t& status
   }
   // A region the network is done with (its last message, or no message):
   // counted before the message's own release, in any order (recv_regions.hpp).
-  if (status.buffer_released) device.release_region_posting(status);
+  if (status.buffer_released) device.receives().release_region_posting(status);
   if (status.buffer == nullptr) {
     LCI_ASSERT(status.buffer_released && status.length == 0,
                "a receive completion without its buffer");
@@ -158,7 +159,7 @@ void dispatch_arrival(device_impl_t& device, const backend::net_status_t& status
 }
 
 // A completion (normal or faulted) of an operation the device posted with a
-// request as its user_context (device_impl_t::note_network_post). An
+// request as its user_context (device_accounting_t::note_network_post). An
 // injected post's fault has opcode send or write too, but no request.
 bool ends_network_post(const backend::net_status_t& status) {
   const bool local = status.opcode == backend::net_opcode_t::send ||
@@ -168,7 +169,7 @@ bool ends_network_post(const backend::net_status_t& status) {
 }
 
 // A completion of a receive the device pre-posted with a packet: counted
-// by progress_device (device_impl_t::note_receives_consumed) for the batch.
+// by progress_device (device_receives_t::note_receives_consumed) for the batch.
 bool takes_posted_packet(const backend::net_status_t& status) {
   return status.fault == backend::net_fault_t::none &&
          status.opcode == backend::net_opcode_t::recv && status.buffer != nullptr &&
@@ -179,7 +180,7 @@ void dispatch_local(device_impl_t& device, const backend::net_status_t& status) 
   auto* request = static_cast<request_t*>(status.user_context);
   LCI_ASSERT(request != nullptr, "a local completion without its request");
   hand_over(request, request_owner_t::network, request_owner_t::thread);
-  switch (request->kind) {
+  switch (state_of(request).kind) {
     case request_kind_t::send_eager:
     case request_kind_t::put:
       complete_request(request, errorcode_t::done);
@@ -210,7 +211,7 @@ bool reported_to_its_operation(const backend::net_status_t& status) {
   }
   const auto* request = static_cast<const request_t*>(status.user_context);
   const bool user_rma =
-      request->kind == request_kind_t::put || request->kind == request_kind_t::get;
+      state_of(request).kind == request_kind_t::put || state_of(request).kind == request_kind_t::get;
   LCI_ASSERT(!user_rma || request->comp != nullptr, "a put or get without a completion object");
   return user_rma;
 }
@@ -287,7 +288,7 @@ error_t progress_device(device_impl_t& device) {
   // A raw device's completions are the program's (net_poll_cq).
   device.require_packet_pool("progress");
   dispatch_guard_t guard(device.runtime()->host());
-  bool progressed = device.drain_backlog();
+  bool progressed = device.backlog().drain();
   if (progressed) device.runtime()->host().note_progress();
   status_batch_t batch;
   backend::net_status_t* const statuses = batch.statuses;
@@ -297,7 +298,7 @@ error_t progress_device(device_impl_t& device) {
   std::size_t posts_ended = 0;
   for (std::size_t i = 0; i < polled; ++i) {
     if (takes_posted_packet(statuses[i])) {
-      device.note_receive_taken(statuses[i].buffer);
+      device.receives().note_receive_taken(statuses[i].buffer);
       ++packets_consumed;
     }
     if (ends_network_post(statuses[i])) ++posts_ended;
@@ -307,9 +308,9 @@ error_t progress_device(device_impl_t& device) {
       if (!first_error) first_error = std::current_exception();
     }
   }
-  device.note_receives_consumed(packets_consumed);
-  device.note_network_completions(posts_ended);
-  progressed = device.replenish_receives() || progressed || polled > 0;
+  device.receives().note_receives_consumed(packets_consumed);
+  device.accounting().note_network_completions(posts_ended);
+  progressed = device.receives().replenish() || progressed || polled > 0;
   if (first_error) std::rethrow_exception(first_error);
   // Read once per process (LCI_PROGRESS_POLLS_BEFORE_YIELD).
   static const std::uint32_t polls_before_yield_max = polls_before_yield();
@@ -323,7 +324,7 @@ void drain_before_close(device_impl_t& device) {
   // A network that no longer runs would never take the steps: they are
   // dropped with the device.
   host_t& host = device.runtime()->host();
-  while ((device.backlog_steps_left() || device.network_posts_left()) &&
+  while ((device.backlog().steps_left() || device.accounting().network_posts_left()) &&
          host.network_running()) {
     try {
       if (progress_device(device).is_retry()) host.idle("device backlog before close");

@@ -40,7 +40,7 @@ error_t progress_device(device_impl_t& device);
 // step waits in its backlog, so nothing this rank promised to send is
 // dropped (a step for a crashed peer completes with a fault, which is
 // swallowed here), and until the network has given back every operation
-// the device posted (device_impl_t::network_posts_left), so that no
+// the device posted (device_accounting_t::network_posts_left), so that no
 // completion stays in the network and no packet out of its pool.
 // Blocking: until then, or until the network stops running.
 void drain_before_close(device_impl_t& device);

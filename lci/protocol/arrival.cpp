@@ -25,7 +25,7 @@ arrival_t::kept_t arrival_t::keep(const std::byte* data, std::size_t size) {
 void arrival_t::release() {
   if (!held_) return;
   held_ = false;
-  device_.release_arrival(status_);
+  device_.receives().release_arrival(status_);
 }
 
 }  // namespace lci::detail

@@ -5,7 +5,7 @@
 // before an outgoing operation, scattered out of it after an incoming one
 // completes. The staged operation then takes the ordinary protocols
 // (post_comm): inject, buffer copy or rendezvous by the list's total size.
-// docs/design/runtime.md, "Buffer lists", states the contract.
+// docs/design/protocol.md, "Buffer lists", states the contract.
 #include <cstddef>
 #include <cstring>
 #include <limits>

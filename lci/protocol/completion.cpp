@@ -20,9 +20,9 @@ status_t status_of(const post_args_t& args) {
 }
 
 request_t* new_request(const post_args_t& args, request_kind_t kind) {
-  request_t* request = args.device->take_request();
+  request_t* request = take_protocol_request(*args.device);
   if (request == nullptr) return nullptr;
-  request->kind = kind;
+  state_of(request).kind = kind;
   request->comp = args.comp;
   request->status = status_of(args);
   request->mr = args.mr;
@@ -31,7 +31,7 @@ request_t* new_request(const post_args_t& args, request_kind_t kind) {
   // the request back unposted.
   if (takes_upacket(args)) request->packet = args.buffer;
   // A receive is in flight only from its RTR (start_rtr()).
-  if (kind != request_kind_t::recv) args.device->mark_in_flight(request);
+  if (kind != request_kind_t::recv) args.device->accounting().mark_in_flight(request);
   return request;
 }
 
@@ -77,7 +77,7 @@ void complete_request(request_t* request, errorcode_t code) {
     // remote completion hears what a direct one's would (handle_signal):
     // no buffer, and a get's size 0.
     status.buffer = nullptr;
-    if (request->kind == request_kind_t::send_rdv) status.size = 0;
+    if (state_of(request).kind == request_kind_t::send_rdv) status.size = 0;
     device_impl_t::release_pin(request);
   }
   // Back in the pool before the signal (a handler that posts may need it),

@@ -64,7 +64,7 @@ protocol::msg_fields_t fields_of_post(const post_args_t& args, bool is_am) {
 error_t send_packet(device_impl_t& device, int rank, const void* head, std::size_t head_size,
                     const void* data, std::size_t size, std::uint32_t imm) {
   LCI_ASSERT(head_size + size <= device.packet_payload_max(), "a message over a packet");
-  request_t* request = device.take_request();
+  request_t* request = take_protocol_request(device);
   if (request == nullptr) return errorcode_t::retry_nomem;
   void* packet = device.packet_pool()->pool.get();
   if (packet == nullptr) {
@@ -74,13 +74,13 @@ error_t send_packet(device_impl_t& device, int rank, const void* head, std::size
   auto* bytes = static_cast<std::byte*>(packet);
   if (head_size > 0) std::memcpy(bytes, head, head_size);
   if (size > 0) std::memcpy(bytes + head_size, data, size);
-  request->kind = request_kind_t::send_eager;
+  state_of(request).kind = request_kind_t::send_eager;
   request->packet = packet;
-  device.mark_in_flight(request);
+  device.accounting().mark_in_flight(request);
   hand_over(request, request_owner_t::thread, request_owner_t::network);
   const error_t error =
       device.net().post_send(rank, packet, head_size + size, backend::net_mr_t{}, imm, request);
-  if (error.is_done() || error.is_posted()) device.note_network_post();
+  if (error.is_done() || error.is_posted()) device.accounting().note_network_post();
   if (!error.is_done() && !error.is_posted()) {
     request->packet = nullptr;
     device_impl_t::give_back(request);
@@ -143,7 +143,7 @@ status_t post_send_or_am(const post_args_t& args, bool is_am) {
   hand_over(request, request_owner_t::thread, request_owner_t::network);
   const error_t error = device.net().post_send(args.rank, packet, wire_size, backend::net_mr_t{},
                                                encoded.imm, request);
-  if (error.is_done() || error.is_posted()) device.note_network_post();
+  if (error.is_done() || error.is_posted()) device.accounting().note_network_post();
   if (!error.is_done() && !error.is_posted()) {
     request->packet = nullptr;
     device_impl_t::give_back(request);

@@ -25,6 +25,7 @@
 #include "backends/backend.hpp"
 #include "lci/api/lci_types.hpp"
 #include "lci/runtime/post_args.hpp"
+#include "lci/protocol/request_state.hpp"
 #include "lci/runtime/request.hpp"
 #include "lci/wire/immediate.hpp"
 

@@ -24,7 +24,7 @@ status_t post_rts(const post_args_t& args, rts_kind_t kind, rma_rts_t* rma) {
   device_impl_t& device = *args.device;
   // The send buffer is registered when the RTR arrives (handle_rtr), not
   // here: a send waiting for its RTR would otherwise hold a registration
-  // that only the peer's progress frees (docs/design/runtime.md,
+  // that only the peer's progress frees (docs/design/protocol.md,
   // "Registrations").
   request_t* request = new_request(args, request_kind_t::send_rdv);
   if (request == nullptr) return status_t(errorcode_t::retry_nomem);
@@ -85,9 +85,9 @@ bool handle_rts(device_impl_t& device, int rank, const rts_t& rts) {
       throw_unregistered_rcomp("an active message", rank, rts.rcomp,
                                " (its sender waits forever)");
     }
-    request_t* recv = device.take_request();
+    request_t* recv = take_protocol_request(device);
     if (recv == nullptr) return false;
-    recv->kind = request_kind_t::recv;
+    state_of(recv).kind = request_kind_t::recv;
     recv->comp = comp;
     recv->status.rank = rank;
     recv->status.tag = rts.tag;
@@ -121,19 +121,20 @@ bool handle_rts(device_impl_t& device, int rank, const rts_t& rts) {
 namespace {
 
 // Registers a rendezvous receive's buffer for the sender's write, from the
-// device's standing share (docs/design/runtime.md, "Registrations"). done;
+// device's standing share (docs/design/protocol.md, "Registrations"). done;
 // retry_nomem or fatal when none can be had (the share is used up, the
 // network is out of registrations or will never register this buffer): the
 // caller copies through packets instead of waiting; another retry (a busy
 // lock) is worth waiting for.
 error_t register_receive(device_impl_t& device, request_t* recv) {
-  if (!device.take_standing_registration()) return errorcode_t::retry_nomem;
+  if (!device.accounting().take_standing_registration()) return errorcode_t::retry_nomem;
   const error_t error =
       device.net().register_memory(recv->status.buffer, recv->capacity, &recv->owned_mr);
   if (!error.is_done()) {
-    device.return_standing_registration();  // nothing was registered
+    device.accounting().return_standing_registration();  // nothing was registered
     return error;
   }
+  recv->owned_mr_standing = true;
   recv->mr = recv->owned_mr;
   return errorcode_t::done;
 }
@@ -157,7 +158,7 @@ error_t copy_rdv_data(device_impl_t& device, request_t* send, int rank, std::siz
   const auto* buffer = static_cast<const std::byte*>(send->status.buffer);
   // relaxed: only this step touches a send's count, one run at a time
   // (the backlog hands a step to one thread).
-  std::size_t offset = send->copied.load(util::mo_relaxed);
+  std::size_t offset = state_of(send).copied.load(util::mo_relaxed);
   while (offset < size) {
     const std::size_t length = std::min(chunk_max, size - offset);
     const rdv_chunk_t chunk{offset};
@@ -165,7 +166,7 @@ error_t copy_rdv_data(device_impl_t& device, request_t* send, int rank, std::siz
         send_packet(device, rank, &chunk, sizeof(chunk), buffer + offset, length, imm);
     if (!error.is_done() && !error.is_posted()) return error;
     offset += length;
-    send->copied.store(offset, util::mo_relaxed);  // relaxed: as above
+    state_of(send).copied.store(offset, util::mo_relaxed);  // relaxed: as above
   }
   complete_request(send, errorcode_t::done);
   return errorcode_t::done;
@@ -194,9 +195,9 @@ error_t offer_receive(device_impl_t& device, request_t* recv, rtr_t* rtr) {
     if (registration_may_come(error)) return error;
     if (!error.is_done()) rtr->mode = rtr_mode_t::copy;
   }
-  if (recv->rdv_id == rdv_id_none) {
+  if (state_of(recv).rdv_id == rdv_id_none) {
     hand_over(recv, request_owner_t::thread, request_owner_t::rdv_table);
-    recv->rdv_id = device.rdv_table().add(recv);
+    state_of(recv).rdv_id = device.rdv_table().add(recv);
   }
   if (rtr->mode == rtr_mode_t::write) {
     const backend::net_rmr_t rmr = device.net().get_rmr(recv->mr);
@@ -205,15 +206,15 @@ error_t offer_receive(device_impl_t& device, request_t* recv, rtr_t* rtr) {
                   reinterpret_cast<std::uintptr_t>(recv->mr.base);
     rtr->rkey = rmr.rkey;
   }
-  rtr->send_request = recv->peer_request;
+  rtr->send_request = state_of(recv).peer_request;
   rtr->size = recv->status.size;
-  rtr->rdv_id = recv->rdv_id;
+  rtr->rdv_id = state_of(recv).rdv_id;
   return errorcode_t::done;
 }
 
 void start_rtr(device_impl_t& device, request_t* recv, const rts_t& rts) {
-  recv->peer_request = rts.send_request;
-  device.mark_in_flight(recv);
+  state_of(recv).peer_request = rts.send_request;
+  device.accounting().mark_in_flight(recv);
   // Until its data lands the receive waits on the sender alone.
   if (!device.runtime()->watch(recv)) {
     complete_request(recv, errorcode_t::fatal);  // the sender died meanwhile
@@ -270,8 +271,8 @@ void handle_rtr(device_impl_t& device, int rank, const rtr_t& rtr) {
   hand_over(send, request_owner_t::rdv_table, request_owner_t::thread);
   // A checked get's receive is named only by its target's refusal.
   const bool refused_get =
-      send->kind == request_kind_t::recv && rtr.mode == rtr_mode_t::refused;
-  if (send->kind != request_kind_t::send_rdv && !refused_get) {
+      state_of(send).kind == request_kind_t::recv && rtr.mode == rtr_mode_t::refused;
+  if (state_of(send).kind != request_kind_t::send_rdv && !refused_get) {
     throw std::runtime_error("lci: a corrupt RTR from rank " + std::to_string(rank) +
                              ": it names a request that is not a rendezvous send");
   }
@@ -302,7 +303,7 @@ void start_write(device_impl_t& device, request_t* send, int rank, const rtr_t& 
   }
   const bool with_imm = device.runtime()->attr().rdv_protocol == attr_rdv_protocol_t::writeimm &&
                         device.net().attr().supports_put_imm;
-  if (!with_imm) send->rdv_id = rdv_id;
+  if (!with_imm) state_of(send).rdv_id = rdv_id;
   device_impl_t* device_ptr = &device;
   const backend::net_rmr_t rmr{rtr.base, rtr.rkey};
   const std::uint64_t offset = rtr.offset;
@@ -317,7 +318,7 @@ void start_write(device_impl_t& device, request_t* send, int rank, const rtr_t& 
       const error_t error = net.register_memory(send->status.buffer, size, &send->owned_mr);
       if (registration_may_come(error)) return error;
       if (!error.is_done()) {
-        send->rdv_id = rdv_id_none;  // no FIN: the last chunk completes the receive
+        state_of(send).rdv_id = rdv_id_none;  // no FIN: the last chunk completes the receive
         start_copy(*device_ptr, send, rank, size, rdv_id);
         return errorcode_t::done;
       }
@@ -329,7 +330,7 @@ void start_write(device_impl_t& device, request_t* send, int rank, const rtr_t& 
                                    protocol::make_imm(protocol::msg_type_t::rdv_data, rdv_id),
                                    send)
                  : net.post_put(rank, send->status.buffer, size, send->mr, offset, rmr, send);
-    if (error.is_done() || error.is_posted()) device_ptr->note_network_post();
+    if (error.is_done() || error.is_posted()) device_ptr->accounting().note_network_post();
     // Refused: this step still holds it, to post it again.
     if (!error.is_done() && !error.is_posted()) {
       hand_over(send, request_owner_t::network, request_owner_t::thread);
@@ -340,14 +341,14 @@ void start_write(device_impl_t& device, request_t* send, int rank, const rtr_t& 
 
 void handle_rdv_write_done(device_impl_t& device, request_t* send) {
   // Write protocol: tell the target.
-  if (send->rdv_id != rdv_id_none) send_fin(device, send->status.rank, send->rdv_id);
+  if (state_of(send).rdv_id != rdv_id_none) send_fin(device, send->status.rank, state_of(send).rdv_id);
   complete_request(send, errorcode_t::done);
 }
 
 void handle_rdv_done(device_impl_t& device, int rank, std::uint32_t rdv_id) {
   request_t* recv = device.rdv_table().take(rdv_id);
   // A peer's id: one naming a send (whose RTR it got) is a corrupt FIN.
-  if (recv->kind != request_kind_t::recv) {
+  if (state_of(recv).kind != request_kind_t::recv) {
     throw std::runtime_error("lci: a corrupt FIN from rank " + std::to_string(rank) +
                              ": it names a request that is not a rendezvous receive");
   }
@@ -370,7 +371,7 @@ void handle_rdv_chunk(device_impl_t& device, int rank, std::uint32_t rdv_id,
   // bytes is refused as empty and any other by the room test below
   // (docs/verification.md, runs 42-50).
   const bool starts_inside = chunk.offset <= recv_size;
-  if (recv->kind != request_kind_t::recv || size == 0 || !starts_inside ||
+  if (state_of(recv).kind != request_kind_t::recv || size == 0 || !starts_inside ||
       size > recv_size - chunk.offset) {
     throw std::runtime_error("lci: a corrupt rendezvous chunk from rank " + std::to_string(rank) +
                              ": " + std::to_string(size) + " bytes at offset " +
@@ -379,13 +380,13 @@ void handle_rdv_chunk(device_impl_t& device, int rank, std::uint32_t rdv_id,
   }
   // A crash of the sender failed it: the buffer may be the user's again.
   // (A crash between this check and the copy below is the window the
-  // backlogged RTR step has too: docs/design/runtime.md, "Crashed peers".)
+  // backlogged RTR step has too: docs/design/lifecycle.md, "Crashed peers".)
   if (device.runtime()->is_failed(recv)) return;
   std::memcpy(static_cast<std::byte*>(recv->status.buffer) + chunk.offset, data, size);
   // acq_rel: release publishes this chunk's bytes to the thread whose chunk
   // completes the receive; acquire, on that thread, sees every other
   // chunk's bytes before the completion object hears of them.
-  const std::size_t before = recv->copied.fetch_add(size, util::mo_acq_rel);
+  const std::size_t before = state_of(recv).copied.fetch_add(size, util::mo_acq_rel);
   // From here on `recv` is read only by the thread whose chunk made the
   // count whole (see `recv_size`).
   if (before + size > recv_size) {

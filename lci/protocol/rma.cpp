@@ -139,7 +139,7 @@ status_t post_put(const post_args_t& args) {
                  : net.post_put(args.rank, args.buffer, args.size, request->mr, target.offset,
                                 target.rmr, request);
   if (!error.is_done() && !error.is_posted()) return abandon(device, request, error);
-  device.note_network_post();
+  device.accounting().note_network_post();
   return status_t(errorcode_t::posted);
 }
 
@@ -152,22 +152,22 @@ status_t post_get(const post_args_t& args) {
   if (!device.net().attr().bad_rkey_fails_alone) return post_checked_get(args, target);
   request_t* request = new_request(args, request_kind_t::get);
   if (request == nullptr) return status_t(errorcode_t::retry_nomem);
-  request->signal_imm = imm;
+  state_of(request).signal_imm = imm;
   error_t error;
   if (!ensure_registered(device, request, &error)) return abandon(device, request, error);
   hand_over(request, request_owner_t::thread, request_owner_t::network);
   error = device.net().post_get(args.rank, args.buffer, args.size, request->mr, target.offset,
                                 target.rmr, request);
   if (!error.is_done() && !error.is_posted()) return abandon(device, request, error);
-  device.note_network_post();
+  device.accounting().note_network_post();
   return status_t(errorcode_t::posted);
 }
 
 void handle_get_done(device_impl_t& device, request_t* request) {
-  if (request->signal_imm != 0) {
+  if (state_of(request).signal_imm != 0) {
     device_impl_t* device_ptr = &device;
     const int rank = request->status.rank;
-    const std::uint32_t imm = request->signal_imm;
+    const std::uint32_t imm = state_of(request).signal_imm;
     (void)device.run_or_backlog([device_ptr, rank, imm]() -> error_t {
       return send_control(*device_ptr, rank, nullptr, 0, imm);
     });

@@ -64,7 +64,7 @@ status_t post_checked_get(const post_args_t& args, const net_target_t& target) {
   request_t* recv = new_request(args, request_kind_t::recv);
   if (recv == nullptr) return status_t(errorcode_t::retry_nomem);
   recv->capacity = args.size;
-  device.mark_in_flight(recv);
+  device.accounting().mark_in_flight(recv);
   runtime_impl_t& runtime = *device.runtime();
   // Until its data lands the get waits on the target alone.
   if (!runtime.watch(recv)) {
@@ -95,19 +95,19 @@ status_t post_checked_get(const post_args_t& args, const net_target_t& target) {
     // for a write (or copy mode, when no registration is free) instead of one
     // chunk: the same bytes land (docs/verification.md, runs 42-50).
     if (recv->status.size <= d.packet_payload_max() - sizeof(rdv_chunk_t)) {
-      if (recv->rdv_id == rdv_id_none) {
+      if (state_of(recv).rdv_id == rdv_id_none) {
         hand_over(recv, request_owner_t::thread, request_owner_t::rdv_table);
-        recv->rdv_id = d.rdv_table().add(recv);
+        state_of(recv).rdv_id = d.rdv_table().add(recv);
       }
       message.receive = rtr_t{};
       message.receive.mode = rtr_mode_t::copy;
       message.receive.size = recv->status.size;
-      message.receive.rdv_id = recv->rdv_id;
+      message.receive.rdv_id = state_of(recv).rdv_id;
     } else {
       const error_t error = offer_receive(d, recv, &message.receive);
       if (!error.is_done()) return error;
     }
-    message.rts.send_request = recv->rdv_id;
+    message.rts.send_request = state_of(recv).rdv_id;
     // After this send succeeds the target may write and complete the get
     // at once: `recv` must not be touched again here.
     return send_control(d, recv->status.rank, &message, sizeof(message),
@@ -165,7 +165,7 @@ bool handle_rma_rts(device_impl_t& device, int rank, const rma_rts_t& message) {
   LCI_ASSERT(is_put || rts.kind == rts_kind_t::get, "a message's RTS handled as RMA");
   runtime_impl_t& runtime = *device.runtime();
   comp_impl_t* comp = remote_comp_of(device, rank, rts);
-  request_t* request = device.take_request();
+  request_t* request = take_protocol_request(device);
   if (request == nullptr) return false;
   mr_impl_t* mr =
       runtime.pin_registration(device, message.base, message.rkey, message.offset, rts.size);
@@ -182,7 +182,7 @@ bool handle_rma_rts(device_impl_t& device, int rank, const rma_rts_t& message) {
   request->status.size = rts.size;
   request->status.buffer = static_cast<std::byte*>(mr->net_mr.base) + message.offset;
   if (rts.size == 0) {  // checked, and nothing to move: done here and there
-    request->kind = is_put ? request_kind_t::recv : request_kind_t::send_rdv;
+    state_of(request).kind = is_put ? request_kind_t::recv : request_kind_t::send_rdv;
     complete_request(request, errorcode_t::done);
     if (is_put) {
       answer_rts(device, rank, rts, rtr_mode_t::copy);
@@ -192,12 +192,12 @@ bool handle_rma_rts(device_impl_t& device, int rank, const rma_rts_t& message) {
     return true;
   }
   if (is_put) {
-    request->kind = request_kind_t::recv;
+    state_of(request).kind = request_kind_t::recv;
     request->capacity = rts.size;
     start_rtr(device, request, rts);  // names the pinned registration: no registering
   } else {
-    request->kind = request_kind_t::send_rdv;
-    device.mark_in_flight(request);
+    state_of(request).kind = request_kind_t::send_rdv;
+    device.accounting().mark_in_flight(request);
     start_write(device, request, rank, message.receive);
   }
   return true;

@@ -1,4 +1,4 @@
-// Crashed peers (docs/design/runtime.md, "Crashed peers"): the runtime's
+// Crashed peers (docs/design/lifecycle.md, "Crashed peers"): the runtime's
 // record of dead ranks and of the requests that wait on a peer while the
 // network holds nothing of them, so that a peer's death fails them instead
 // of leaving them waiting forever. Requests the network holds (eager sends,

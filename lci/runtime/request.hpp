@@ -12,7 +12,7 @@
 // Allocation:    none while the pools, allocated with the device, have
 //                room; an unexpected-message record past its pool's bound
 //                is allocated (device_pools_t).
-// Limits:        the pools' bounds (docs/design/runtime.md, "Pools"); an
+// Limits:        the pools' bounds (docs/design/device.md, "Pools"); an
 //                empty request pool is retry for a post, and waits in the
 //                backlog for an arrival.
 #pragma once
@@ -63,9 +63,10 @@ class in_flight_mark_t {
   // Ends one operation's count taken by detach(); nothing for nullptr.
   static void end(util::atomic<std::int64_t>* count) {
     if (count == nullptr) return;
-    // release: pairs with the acquire in device_impl_t::drained(), so a
-    // caller told "drained" sees what the finished operation did (and
-    // its completion object's signal).
+    // release: pairs with the acquire in
+    // device_accounting_t::in_flight_none(), so a caller told "drained"
+    // sees what the finished operation did (and its completion object's
+    // signal).
     const std::int64_t before = count->fetch_sub(1, util::mo_release);
     LCI_ASSERT(before >= 1, "operations in flight went negative");
   }
@@ -73,16 +74,6 @@ class in_flight_mark_t {
  private:
   util::atomic<std::int64_t>* count_ = nullptr;
 };
-
-enum class request_kind_t : std::uint8_t {
-  send_eager,  // an eager send/AM from a packet (comp_semantic network)
-  send_rdv,    // the sending side of a rendezvous, from RTS to the write's completion
-  recv,        // a posted receive (matching), or the receiving side of a rendezvous
-  put,
-  get,
-};
-
-inline constexpr std::uint32_t rdv_id_none = ~std::uint32_t{0};
 
 // Who holds a request (request_t::owner): the parties of the header
 // comment. Every hand-off names the giver and the taker (hand_over), and
@@ -99,7 +90,14 @@ enum class request_owner_t : std::uint8_t {
 };
 
 struct request_t {
-  request_kind_t kind = request_kind_t::send_eager;
+  // The protocol's state of the operation (lci/protocol/request_state.hpp:
+  // its kind, rendezvous ids, a get's signal): opaque here, so that the
+  // pools hold requests without naming the protocol. The protocol
+  // constructs it when it takes the request and asserts that it fits;
+  // it is never destroyed (the pool does not know its type).
+  static constexpr std::size_t protocol_state_bytes_max = 32;
+  static constexpr std::size_t protocol_state_align = alignof(std::uint64_t);
+  alignas(protocol_state_align) std::byte protocol_state[protocol_state_bytes_max];
   // Written by the giver before the hand-off publishes the request (the
   // network's completion, a table's lock or atomics), read by the taker.
   request_owner_t owner = request_owner_t::thread;
@@ -112,6 +110,9 @@ struct request_t {
   status_t status;              // what comp gets (error set at completion)
   // A registration the runtime made for this operation and must undo.
   backend::net_mr_t owned_mr;
+  // owned_mr holds one of the device's standing registration shares (a
+  // rendezvous receive's), given back with it (device_impl_t::release_owned_mr).
+  bool owned_mr_standing = false;
   backend::net_mr_t mr;  // the registration the data moves through
   void* packet = nullptr;  // a packet to return to the pool at completion
   // The target's side of a peer's checked put or get: the registration it
@@ -120,16 +121,6 @@ struct request_t {
   mr_impl_t* pinned = nullptr;
   // Receives: the buffer's capacity (status.size is the message's size).
   std::size_t capacity = 0;
-  // Get with a remote completion: the get_signal's immediate data, sent to
-  // the target after the read (0: none).
-  std::uint32_t signal_imm = 0;
-  std::uint32_t rdv_id = rdv_id_none;  // recv: our id; send_rdv (write): the target's, for FIN
-  std::uint64_t peer_request = 0;      // recv rdv: the sender's send id, echoed in the RTR
-  // A rendezvous copied through packets (rtr_mode_t::copy): the send's
-  // bytes handed to the network so far (only its backlog step touches it),
-  // or the receive's bytes landed so far (chunks land on any thread; the
-  // one whose bytes make it whole completes the receive).
-  util::atomic<std::size_t> copied{0};
   // Crashed peers (runtime_impl_t::watch): a request that waits on its peer
   // while the network holds nothing of it (a receive in the matching table,
   // a rendezvous between its RTS and its data) is linked into its device's

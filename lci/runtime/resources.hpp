@@ -59,7 +59,7 @@ class endpoint_impl_t {
 };
 
 // Receives: the devices that receive into a pool keep packets posted
-// (device_impl_t::post_receives), together at most receive_packets_max: the
+// (device_receives_t::post_packets), together at most receive_packets_max: the
 // rest (a quarter, at least one) stays for sends, so that a pool shared by
 // many devices, or a small one, never has every packet waiting for an
 // arrival while posts wait for a packet. A device with no receive posted

@@ -331,7 +331,7 @@ void runtime_impl_t::release_mrs_of(const device_impl_t* device) {
 void runtime_impl_t::deregister_from_network(mr_impl_t& mr) {
   if (mr.holds_no_bytes()) return;  // took neither a network registration nor a share
   mr.device->net().deregister_memory(&mr.net_mr);
-  mr.device->return_standing_registration();
+  mr.device->accounting().return_standing_registration();
 }
 
 packet_pool_impl_t* runtime_impl_t::alloc_packet_pool(const attr_packet_pool_t& attr_in) {

@@ -128,7 +128,7 @@ class runtime_impl_t {
     if (rank < 0 || rank >= rank_n_) throw_rank_out_of_range(rank, argument);
   }
 
-  // ---- crashed peers (docs/design/runtime.md, "Crashed peers") ----
+  // ---- crashed peers (docs/design/lifecycle.md, "Crashed peers") ----
   // Throws std::runtime_error naming `rank` when it is known dead.
   void check_peer_alive(int rank) const {
     if (is_peer_dead(rank)) throw_peer_crashed(rank);
@@ -153,7 +153,7 @@ class runtime_impl_t {
   // touches the network).
   bool is_failed(request_t* request);
 
-  // ---- leaving (docs/design/runtime.md, "Leaving") ----
+  // ---- leaving (docs/design/lifecycle.md, "Leaving") ----
   // The runtime leaves (leave_runtime, lci/collective/barrier.hpp): from
   // this call on, a peer's death is no longer thrown by progress (it has
   // most likely left too).

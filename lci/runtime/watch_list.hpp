@@ -1,5 +1,5 @@
 // watch_list_t: the requests of one device that wait on a peer while the
-// network holds nothing of them (docs/design/runtime.md, "Crashed peers"),
+// network holds nothing of them (docs/design/lifecycle.md, "Crashed peers"),
 // and those a peer's crash failed. One list per device, not per runtime, so
 // that threads posting through their own devices (paper §3.3, resource
 // replication) take no lock in common: a named receive or a rendezvous step

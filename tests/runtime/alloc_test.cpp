@@ -1,4 +1,4 @@
-// The data path allocates nothing (docs/design/runtime.md, "Pools"): after a
+// The data path allocates nothing (docs/design/device.md, "Pools"): after a
 // warm-up, every protocol (inject, eager and rendezvous send/recv, active
 // messages, put and get with and without a signal) with every completion
 // kind (sync, cq, handler, counter, graph) runs rounds of messages between

@@ -1,4 +1,4 @@
-// Buffer lists (the local_buffers option; docs/design/runtime.md, "Buffer
+// Buffer lists (the local_buffers option; docs/design/protocol.md, "Buffer
 // lists"): a send, receive, active message, put or get whose local side is
 // a list of buffers moves the list's bytes in order as one message with one
 // completion — whatever the two sides' segmentations, at inject, buffer-copy

@@ -1,4 +1,4 @@
-// free_device leaves nothing behind (docs/design/runtime.md, "Freeing a
+// free_device leaves nothing behind (docs/design/device.md, "Freeing a
 // device"): no completion unpolled in the network, no operation in flight,
 // no packet out of its pool. Each rank gives each of two threads a device;
 // the threads send 64 KiB active messages (rendezvous) to ranks drawn from

@@ -1,7 +1,7 @@
 // Ranks that finalize and exit while the last rank still progresses: the
 // last rank must not take their exits for crashes (g_runtime_fina is
 // collective: an early rank waits in it until every rank entered it;
-// docs/design/runtime.md, "Leaving"). Run as N >= 2 real processes under
+// docs/design/lifecycle.md, "Leaving"). Run as N >= 2 real processes under
 // tools/lcirun (the real-network targets in tests/runtime/BUILD).
 //
 // Every rank exchanges one message with the last rank; then the others

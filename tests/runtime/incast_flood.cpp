@@ -11,13 +11,13 @@
 //       backlog full" here over libfabric shm; once it could, draining
 //       them took seconds, each receive paying a try of every RTS still
 //       waiting. Rank 0 now allocates records past its pool
-//       (docs/design/runtime.md, "Pools").
+//       (docs/design/device.md, "Pools").
 //   eager  15,000 sends of 1000 B from each sender, for a device with
 //       receive regions (LCI_OFI_MULTI_RECV=1): over shm, the messages the
 //       provider holds unmatched while the regions wait fill its receive
 //       entries, and it refuses a region until receives take them. Rank 0
 //       threw "fi_recvmsg: Cannot allocate memory" here before; it now
-//       posts packets meanwhile (device_impl_t::replenish_regions).
+//       posts packets meanwhile (device_receives_t::replenish_regions).
 // Run as N >= 3 real processes under tools/lcirun (tests/runtime/BUILD).
 // Rank 0 prints "rank 0: received <count>"; every rank prints "rank <r>:
 // left cleanly" after g_runtime_fina, or "rank <r>: error: <what>" and

@@ -1,7 +1,7 @@
 // Incast: every other rank sends many messages to rank 0 before rank 0
 // posts a single receive, the way a task runtime's workers flood a master
 // that is busy elsewhere. Rank 0's device keeps the arrivals as unexpected
-// messages (docs/design/runtime.md "Pools"); an eager message copied out
+// messages (docs/design/device.md "Pools"); an eager message copied out
 // of its receive region needs a packet, and past the packets it waits in
 // the backlog holding its bytes, so that the senders are held back until
 // rank 0's receives take the kept ones. However many wait, nothing may be
@@ -200,7 +200,7 @@ TEST(Incast, ReceivesNamingRendezvousSendsTakeThemPastFullRecords) {
 
 // A region refused because unmatched messages hold the network's receive
 // entries stays refused until receives take those messages: the device
-// posts packets meanwhile (device_impl_t::replenish_regions). Without
+// posts packets meanwhile (device_receives_t::replenish_regions). Without
 // them, over libfabric shm with LCI_OFI_MULTI_RECV=1, rank 0 threw
 // "fi_recvmsg: Cannot allocate memory" (or, with that taken as a retry,
 // waited forever).

@@ -1,4 +1,4 @@
-// Leaving (docs/design/runtime.md, "Leaving"): g_runtime_fina is collective.
+// Leaving (docs/design/lifecycle.md, "Leaving"): g_runtime_fina is collective.
 // A rank that finalizes early waits in it until every rank has entered it,
 // so a peer still progressing never sees the early rank's exit as a crash;
 // a peer that crashed instead of finalizing is thrown by g_runtime_fina,

@@ -38,24 +38,25 @@ def source(*parts):
 
 def orders():
     at = rc11.order_at
-    device_hpp = source("runtime", "device_impl.hpp")
+    backlog_hpp = source("runtime", "device_backlog.hpp")
     return {
         # in_flight_mark_t (request.hpp): arm(), and end() (disarm() and
         # complete_request() end the count through it)
         "arm": at(source("runtime", "request.hpp"), "count_->fetch_add(1"),
         "disarm": at(source("runtime", "request.hpp"), "count->fetch_sub(1"),
-        # device_impl_t: finish_backlog_step(), drained(), backlog_steps_left()
-        "finish_step": at(source("runtime", "device_impl.cpp"),
-                          "before = backlog_steps_.fetch_sub(1"),
-        "drained_steps": at(device_hpp, ") != 0) return false;"),
-        "drained_in_flight": at(device_hpp, "return in_flight_count_.load(util::mo_"),
-        # backlog_empty_hint() reads it too, first in the file
-        "steps_left": at(device_hpp, "return backlog_steps_.load(util::mo_", occurrence=1, lines=2),
+        # device_backlog_t: finish_step() and steps_left(), which the
+        # device's drained() asks before device_accounting_t's
+        # in_flight_none()
+        "finish_step": at(source("runtime", "device_backlog.cpp"), "before = steps_.fetch_sub(1"),
+        "drained_steps": at(backlog_hpp, "return steps_.load(util::mo_"),
+        "drained_in_flight": at(source("runtime", "device_accounting.hpp"),
+                                "return in_flight_count_.load(util::mo_"),
+        "steps_left": at(backlog_hpp, "return steps_.load(util::mo_"),
         # mr_impl_t::unpin() and wait_unpinned()
         "unpin": at(source("runtime", "resources.hpp"), "pins.fetch_sub(1"),
         "wait_unpinned": at(source("progress", "progress.cpp"), "mr.pins.load(util::mo_"),
         # handle_rdv_chunk()'s byte count
-        "chunk_copied": at(source("protocol", "rendezvous.cpp"), "recv->copied.fetch_add(size"),
+        "chunk_copied": at(source("protocol", "rendezvous.cpp"), "state_of(recv).copied.fetch_add(size"),
         # recv_regions_t: release_arrival(), release_posting(), finish(), post_ready()
         "arrival": at(source("runtime", "recv_regions.cpp"), "region.balance.fetch_sub(1"),
         "posting": at(source("runtime", "recv_regions.cpp"), "region.balance.fetch_add(messages"),

@@ -1,4 +1,4 @@
-// Packets as send buffers (docs/design/runtime.md, "Packets as send
+// Packets as send buffers (docs/design/protocol.md, "Packets as send
 // buffers"): a program that writes every message into a packet from
 // get_upacket() and posts it, as HPX's parcelport builds each parcel header,
 // never gives the packets back itself; the runtime must. Rank 0 posts many

@@ -7,7 +7,7 @@
 //   - on the simulator, 20 such messages (and the send/recv phase below)
 //     deadlocked: rendezvous sends held memory registrations from their
 //     post until their RTR, so both ranks ran out while each waited for
-//     the other to register its receive (docs/design/runtime.md,
+//     the other to register its receive (docs/design/protocol.md,
 //     "Registrations").
 //
 // Phase 1 (active messages): one thread per rank posts `am_count` active
@@ -43,7 +43,7 @@ struct rdv_burst_t {
   std::uint64_t seed = 1;  // random targets and the phase-2 order
   // Registrations of 4 KiB regions the program makes before the phases and
   // holds through both: they leave rendezvous receives none of the
-  // device's standing share (docs/design/runtime.md, "Registrations").
+  // device's standing share (docs/design/protocol.md, "Registrations").
   int held_registrations = 0;
 };
 

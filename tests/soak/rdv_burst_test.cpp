@@ -72,7 +72,7 @@ TEST(RdvBurst, ManyActiveMessages) {
 }
 
 // Where no registration can be had, the data is copied through packets
-// (docs/design/runtime.md, "Registrations"). A program holding the device's
+// (docs/design/protocol.md, "Registrations"). A program holding the device's
 // whole standing share (12 of the simulator's 16: a quarter stays for
 // writes; 1 of the smallest limit's 2) used to stall every rendezvous
 // receive until it deregistered some: this deadlocked in every seed.

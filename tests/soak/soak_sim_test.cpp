@@ -267,7 +267,7 @@ TEST(SoakSim, RankCrash) {
 // `held_registrations` more). They once came on top of the rendezvous
 // receives' share: holding a quarter (4 of the sim's 16) left writes
 // nothing, and every rank waited for a registration. They now count in
-// that share (docs/design/runtime.md, "Registrations").
+// that share (docs/design/protocol.md, "Registrations").
 TEST(SoakSim, ProgramHeldRegistrations) {
   LCI_SIM_ONLY("the simulator's registration limit");
   soak_options_t options = base_options(2, device_mode_t::shared);

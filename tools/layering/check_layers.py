@@ -2,7 +2,7 @@
 """check_layers.py: fails on an #include that goes against the layer order.
 
 The layers are the table LAYERS below (the diagram is in
-docs/design/runtime.md, "Layers"): each names the files it holds (path
+docs/design/layers.md): each names the files it holds (path
 prefixes, the longest match wins) and the lower layers its files may
 include; a file may always include its own layer. A layer may only name
 layers above it in the table, so the table is an order and has no cycle.
@@ -214,7 +214,7 @@ def main(argv: Sequence[str]) -> int:
         print(error)
     if errors:
         print(f"check_layers: {len(errors)} include(s) against the layer order "
-              "(docs/design/runtime.md, \"Layers\")", file=sys.stderr)
+              "(docs/design/layers.md)", file=sys.stderr)
         return 1
     print(f"check_layers: {len(checked)} files keep to {len(LAYERS)} layers")
     return 0
