@@ -23,6 +23,10 @@ using detail::collective::schedule_t;
 
 }  // namespace
 
+bool detail::collective::alltoall_in_one_round(std::size_t size) {
+  return size <= short_bytes_max;
+}
+
 void alltoall_x::call_impl(const void* sendbuf, void* recvbuf, size_t size, device_t device,
                            endpoint_t endpoint, matching_engine_t matching_engine, comp_t comp,
                            comp_semantic_t comp_semantic, runtime_t runtime) const {
@@ -38,11 +42,7 @@ void alltoall_x::call_impl(const void* sendbuf, void* recvbuf, size_t size, devi
                                     nullptr);
   if (size != 0) {
     std::memcpy(target + block(rank_me), source + block(rank_me), size);
-    // Equivalent mutants: bound. Both schedules deliver every block at any size
-    // (collective_test runs alltoall on both sides of the limit); at exactly short_bytes_max
-    // the mutant takes the stepped one, which differs only in being refused beyond steps_max
-    // (16384) ranks.
-    const bool direct = size <= detail::collective::short_bytes_max;
+    const bool direct = detail::collective::alltoall_in_one_round(size);
     if (!direct) detail::collective::check_steps(static_cast<std::size_t>(rank_n), "alltoall");
     round_t* round = direct ? &schedule.add_round() : nullptr;
     for (int k = 1; k < rank_n; ++k) {

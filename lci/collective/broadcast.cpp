@@ -26,9 +26,6 @@ namespace {
 using detail::collective::round_t;
 using detail::collective::schedule_t;
 
-// Above this a broadcast is bandwidth-bound: the chain moves each byte once
-// per rank instead of log2(n) times on the root's path.
-constexpr std::size_t ring_bytes_min = std::size_t{256} << 10;
 // The ring's segment when ring_nsteps does not say.
 constexpr std::size_t ring_segment_bytes = std::size_t{64} << 10;
 
@@ -104,16 +101,14 @@ void add_ring(schedule_t& schedule, void* buffer, std::size_t size, int root, in
   }
 }
 
-broadcast_algorithm_t choose(broadcast_algorithm_t algorithm, std::size_t size, int rank_n) {
+}  // namespace
+
+broadcast_algorithm_t detail::collective::choose_broadcast(broadcast_algorithm_t algorithm,
+                                                           std::size_t size, int rank_n) {
   if (algorithm != broadcast_algorithm_t::none) return algorithm;
-  // Equivalent mutants: bound. The limit only picks which of two algorithms, each correct at
-  // any size (collective_test forces each one), runs; at exactly ring_bytes_min the mutant
-  // takes the tree where docs/design/collectives.md's table says the ring.
   if (rank_n > 3 && size >= ring_bytes_min) return broadcast_algorithm_t::ring;
   return broadcast_algorithm_t::tree;
 }
-
-}  // namespace
 
 void broadcast_x::call_impl(void* buffer, size_t size, int root, device_t device,
                             endpoint_t endpoint, matching_engine_t matching_engine, comp_t comp,
@@ -124,7 +119,7 @@ void broadcast_x::call_impl(void* buffer, size_t size, int root, device_t device
   call.runtime->check_rank(root, "root");
   schedule_t schedule(call.runtime->rank_me(), call.runtime->rank_n(), 0, nullptr);
   if (size != 0 && schedule.rank_n() > 1) {
-    switch (choose(algorithm, size, schedule.rank_n())) {
+    switch (detail::collective::choose_broadcast(algorithm, size, schedule.rank_n())) {
       case broadcast_algorithm_t::direct:
         add_direct(schedule, buffer, size, root);
         break;

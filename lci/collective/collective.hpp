@@ -64,6 +64,22 @@ inline constexpr std::uint32_t steps_max = std::uint32_t{1} << step_bits;
 // for them minimise the bytes each rank moves. A constant, not the device's
 // packet size, since every rank must choose the same algorithm.
 inline constexpr std::size_t short_bytes_max = 8192;
+// At and above this a broadcast over more than three ranks is
+// bandwidth-bound: the chain moves each byte once per rank instead of
+// log2(n) times on the root's path.
+inline constexpr std::size_t ring_bytes_min = std::size_t{256} << 10;
+
+// The algorithm an operation runs when the caller forces none: the table
+// "Which algorithm, when" of docs/design/collectives.md, from values every
+// rank has, so that every rank chooses the same. A forced `algorithm` is
+// returned as it is.
+broadcast_algorithm_t choose_broadcast(broadcast_algorithm_t algorithm, std::size_t size,
+                                       int rank_n);
+allreduce_algorithm_t choose_allreduce(allreduce_algorithm_t algorithm, std::size_t count,
+                                       std::size_t size_bytes, int rank_n);
+// Whether alltoall sends every message in one round (else pairwise, one
+// exchange per round).
+bool alltoall_in_one_round(std::size_t size);
 
 // One message of a round.
 struct transfer_t {

@@ -184,20 +184,6 @@ void add_allreduce_ring(schedule_t& schedule, void* result, std::size_t count) {
   }
 }
 
-allreduce_algorithm_t choose_allreduce(allreduce_algorithm_t algorithm, std::size_t count,
-                                       std::size_t size_bytes, int rank_n) {
-  if (algorithm != allreduce_algorithm_t::none) return algorithm;
-  const bool ring_fits = 2 * static_cast<std::size_t>(rank_n - 1) <= detail::collective::steps_max;
-  const bool short_message = size_bytes <= detail::collective::short_bytes_max;
-  // Equivalent mutants: bound. The limit only picks which of two algorithms runs, and both
-  // are correct at count == rank_n (collective_test forces each one): there the mutant takes
-  // the tree where the ring, one item a block, would also do.
-  if (short_message || count < static_cast<std::size_t>(rank_n) || !ring_fits) {
-    return allreduce_algorithm_t::tree;
-  }
-  return allreduce_algorithm_t::ring;
-}
-
 // ---- reduce_scatter ----
 
 void add_reduce_scatter_direct(schedule_t& schedule, const void* sendbuf, void* recvbuf,
@@ -287,6 +273,18 @@ reduce_scatter_algorithm_t choose_reduce_scatter(reduce_scatter_algorithm_t algo
 
 }  // namespace
 
+allreduce_algorithm_t detail::collective::choose_allreduce(allreduce_algorithm_t algorithm,
+                                                           std::size_t count,
+                                                           std::size_t size_bytes, int rank_n) {
+  if (algorithm != allreduce_algorithm_t::none) return algorithm;
+  const bool ring_fits = 2 * static_cast<std::size_t>(rank_n - 1) <= steps_max;
+  const bool short_message = size_bytes <= short_bytes_max;
+  if (short_message || count < static_cast<std::size_t>(rank_n) || !ring_fits) {
+    return allreduce_algorithm_t::tree;
+  }
+  return allreduce_algorithm_t::ring;
+}
+
 void reduce_x::call_impl(const void* sendbuf, void* recvbuf, size_t count, size_t item_size,
                          reduce_op_t op, int root, device_t device, endpoint_t endpoint,
                          matching_engine_t matching_engine, runtime_t runtime) const {
@@ -356,7 +354,8 @@ void allreduce_x::call_impl(const void* sendbuf, void* recvbuf, size_t count, si
   schedule_t schedule(call.runtime->rank_me(), call.runtime->rank_n(), item_size, op);
   const int rank_n = schedule.rank_n();
   if (size_bytes != 0) {
-    const allreduce_algorithm_t chosen = choose_allreduce(algorithm, count, size_bytes, rank_n);
+    const allreduce_algorithm_t chosen =
+        detail::collective::choose_allreduce(algorithm, count, size_bytes, rank_n);
     if (chosen == allreduce_algorithm_t::direct) {
       // In place: the own contribution must outlive the result's first copy.
       const void* own = sendbuf;

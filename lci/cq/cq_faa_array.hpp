@@ -141,7 +141,7 @@ basic_faa_array_t<Value>::basic_faa_array_t(std::size_t capacity)
       slots_mask_(slots_count_ - 1),
       slots_(new slot_t[slots_count_]) {
   LCI_ASSERT(capacity > 0, "faa_array_t capacity must be positive");
-  // Equivalent mutants: bound. The mutant differs only for capacity == 2^32, which the
+  // Unreachable mutants: bound. The mutant differs only for capacity == 2^32, which the
   // slot array above (16 bytes a slot: 64 GiB) has already had to allocate; nothing here
   // can (docs/verification.md, run 10).
   LCI_ASSERT(capacity <= capacity_max, "faa_array_t capacity too large");

@@ -100,7 +100,7 @@ class overflow_pool_t {
   explicit overflow_pool_t(std::size_t nodes_count)
       : nodes_(nodes_count == 0 ? nullptr : new overflow_node_t[nodes_count]),
         nodes_count_(nodes_count) {
-    // Equivalent mutants: bound. The mutant differs only for a pool of exactly
+    // Unreachable mutants: bound. The mutant differs only for a pool of exactly
     // nodes_count_max nodes (256 GiB of cache-line nodes, allocated above), which no machine
     // here builds; callers meet the table's own check first (docs/verification.md, run 7b).
     LCI_ASSERT(nodes_count <= nodes_count_max, "overflow pool too large");

@@ -269,7 +269,8 @@ mr_t register_memory_x::call_impl(void* address, std::size_t size, device_t devi
         "network's registrations_max is kept for the protocol's writes); deregister some");
   }
   error_t error = d.net().register_memory(address, size, &net_mr);
-  // Equivalent mutants: bound. As for the loop above: one attempt more of the same wait.
+  // attempts_max in all, the first loop's included: the error below says so
+  // (local_registration_test counts the network's refusals).
   for (; error.is_retry() && attempt < attempts_max; ++attempt) {
     wait_for_registrations();
     error = d.net().register_memory(address, size, &net_mr);

@@ -364,7 +364,7 @@ inline pool_t::pool_t(std::size_t packet_size_bytes, std::size_t packets_count,
   LCI_ASSERT(packet_size_bytes > 0, "packet_size_bytes must be positive");
   LCI_ASSERT(packet_size_bytes <= packet_size_bytes_max, "packet_size_bytes over the limit");
   LCI_ASSERT(packets_count > 0, "packets_count must be positive");
-  // Equivalent mutants: bound. The mutant differs only for a pool of exactly 2^30 packets
+  // Unreachable mutants: bound. The mutant differs only for a pool of exactly 2^30 packets
   // (at least 128 GiB), which nothing here can allocate (docs/verification.md, run 9).
   LCI_ASSERT(packets_count <= packets_count_max, "packets_count over the limit");
   LCI_ASSERT(deques_count_max > 0, "deques_count_max must be positive");

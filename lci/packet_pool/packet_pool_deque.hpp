@@ -43,7 +43,7 @@ class alignas(util::cache_line_bytes) deque_t {
   void init(packet_header_t** slots, std::uint32_t capacity) {
     LCI_ASSERT(capacity > 0 && (capacity & (capacity - 1)) == 0,
                "deque capacity must be a power of two");
-    // Equivalent mutants: bound. The mutant differs only at capacity 2^31, which the pool
+    // Unreachable mutants: bound. The mutant differs only at capacity 2^31, which the pool
     // never reaches: its rings have at most packets_count_max = 2^30 slots
     // (docs/verification.md, run 9).
     LCI_ASSERT(capacity <= (std::uint32_t{1} << 31),

@@ -28,8 +28,6 @@ class backoff_t {
   static constexpr std::uint32_t spins_before_yield_max = 64;
 
   void pause() {
-    // Equivalent mutants: bound. One spin more before the first yield: a tuning constant, not
-    // a correctness bound (docs/verification.md, run 6).
     if (spins_count_ < spins_before_yield_max) {
       ++spins_count_;
       spin_pause();

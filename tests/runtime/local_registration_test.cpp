@@ -174,4 +174,37 @@ TEST(LocalRegistration, LeftRegistrationsGoWithTheirDevice) {
   });
 }
 
+// A network that refuses every registration: register_memory asks it as
+// many times as its error message says, then throws. (The attempts are a
+// bound of the runtime's own; the count is what the message promises.)
+TEST(LocalRegistration, ARefusedRegistrationIsAskedAsOftenAsTheErrorSays) {
+  LCI_SIM_ONLY("counts the simulator's refusals");
+  lci::sim::run_options_t options;
+  options.log = false;
+  options.world.faults.rate(lci::sim::fault_kind_t::registration_failure) = 1.0;
+  std::uint64_t refused_count = 0;
+  std::string message;
+  const lci::sim::run_report_t report =
+      lci::sim::run_ranks(1, options, [&](lci::sim::rank_env_t& env) {
+        lci::g_runtime_init();
+        std::vector<char> buffer(rma_bytes);
+        const auto kind = lci::sim::fault_kind_t::registration_failure;
+        const std::uint64_t before = env.world().faults_injected(kind);
+        try {
+          lci::mr_t mr = lci::register_memory(buffer.data(), buffer.size());
+          lci::deregister_memory(&mr);
+        } catch (const std::runtime_error& error) {
+          message = error.what();
+        }
+        refused_count = env.world().faults_injected(kind) - before;
+        lci::g_runtime_fina();
+      });
+  ASSERT_TRUE(report.ok) << report.report;
+  const std::string marker = " bytes ";
+  const std::size_t at = message.find(marker);
+  ASSERT_NE(at, std::string::npos) << "register_memory did not throw: " << message;
+  const std::uint64_t promised = std::stoull(message.substr(at + marker.size()));
+  EXPECT_EQ(refused_count, promised) << message;
+}
+
 }  // namespace

@@ -101,8 +101,9 @@ inline void segment_pool_t::give_back(crq_segment_t* segment) {
   segment->poison();
   for (std::size_t i = 0; i < free_segments_max; ++i) {  // bounded
     crq_segment_t* expected = nullptr;
-    // Equivalent mutants: cas_weak. A spurious failure moves on to the next slot, at worst
-    // deleting the segment instead of keeping it: memory only (docs/verification.md, run 5).
+    // Strong: a spurious failure would pass over an empty slot, and a pool
+    // whose free array has room must keep the segment ("Allocation" above;
+    // Lcrq.SegmentsAreRecycled under --config=spurious_cas counts it).
     if (free_[i].compare_exchange_strong(
             expected, segment,
             util::mo_release,     // release: pairs with take()'s acquire [F]
