@@ -188,7 +188,7 @@ struct net_device_attr_t {
   // (stalls the endpoint, or drops the connection with what it held), so
   // the runtime never posts a put or get to a key unchecked: the target
   // checks each against its registrations first (checked RMA,
-  // docs/design/runtime.md).
+  // docs/design/protocol.md).
   bool bad_rkey_fails_alone = true;
   std::size_t net_max_sends = 0;     // send queue depth (retry beyond it)
   std::size_t net_max_recvs = 0;     // posted receive buffers
@@ -196,7 +196,7 @@ struct net_device_attr_t {
   // Memory registrations a device holds at once (register_memory is
   // retry_nomem beyond it); 0: no limit the backend knows of. Resolved only:
   // the protocol reserves part of it for what finishes without a peer
-  // (docs/design/runtime.md, "Registrations").
+  // (docs/design/protocol.md, "Registrations").
   std::size_t registrations_max = 0;
   // post_recv_multi works (libfabric's FI_MULTI_RECV). Requested: the caller
   // wants it; resolved: whether the device offers it (false: only post_recv).

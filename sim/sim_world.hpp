@@ -451,7 +451,7 @@ class world_t {
   // peer_crashed, as a real network fails operations to an exited process
   // (the ofi backend finds it by pid). A device the body left open keeps
   // taking messages. A correct program sends nothing there: its peers
-  // finished the leaving barrier (docs/design/runtime.md, "Leaving").
+  // finished the leaving barrier (docs/design/lifecycle.md, "Leaving").
   void rank_exited(int rank);
   bool has_exited(int rank) const {
     // acquire: pairs with the release in rank_exited().

@@ -124,7 +124,7 @@ struct buffer_t {
 };
 // A buffer list: the local side of one operation made of several buffers,
 // in order (the local_buffers option of the post operations; see
-// docs/design/runtime.md, "Buffer lists").
+// docs/design/protocol.md, "Buffer lists").
 using buffers_t = std::vector<buffer_t>;
 
 // The result of an operation, given back by a post (done), by a completion
@@ -183,7 +183,7 @@ struct status_t {
 // simulator's; the emulated verbs device's), or, over networks where a bad
 // access would break more than itself (libfabric's shm and tcp), by the
 // target's runtime before any byte moves (checked RMA,
-// docs/design/runtime.md). The initiator refuses, with
+// docs/design/protocol.md). The initiator refuses, with
 // std::invalid_argument, only what is malformed in itself: a base below
 // mr_base, or an access whose end passes 2^64. The raw network layer
 // (net_post_put, net_post_get, ...) posts to the network directly: an

@@ -111,7 +111,7 @@ class comp_impl_t {
   virtual void signal(status_t status) = 0;
   comp_kind_t kind() const { return kind_; }
   // The zero_copy_am attribute: an eager active message is delivered in
-  // its packet (docs/design/runtime.md, "Zero-copy active messages").
+  // its packet (docs/design/protocol.md, "Zero-copy active messages").
   bool zero_copy_am() const { return attr.zero_copy_am; }
 
   // Written by the allocation (or the program, for its own object) before

@@ -57,7 +57,7 @@ enum class rtr_mode_t : std::uint32_t {
   // nothing and completes its send with errorcode_t::fatal.
   refused = 1,
   // The receiver holds no registration for the buffer (none could be had:
-  // docs/design/runtime.md, "Registrations"): the sender copies the data
+  // docs/design/protocol.md, "Registrations"): the sender copies the data
   // through packets, each led by an rdv_chunk_t, and the receive completes
   // when every byte has landed. base, offset and rkey mean nothing.
   copy = 2,
