@@ -66,6 +66,9 @@ LAYERS = [
           ["util", "bootstrap"]),
     Layer("ofi", ["backends/ofi/"], ["util", "bootstrap", "backend_contract"]),
     Layer("ibv", ["backends/ibv/"], ["util", "bootstrap", "backend_contract"]),
+    # Native shared memory between the processes of one node: its segment,
+    # queues and single-copy transfers.
+    Layer("shm", ["backends/shm/"], ["util", "bootstrap", "backend_contract"]),
     Layer("sim_network", SIM_NETWORK, ["util", "backend_contract"]),
     # The emulated verbs device, a test double: the ibv backend's verbs
     # table over the simulator's scheduler and PRNG. No layer lists it, so
