@@ -22,9 +22,6 @@ namespace lci::detail {
 
 static_assert(LCI_CACHE_LINE == util::cache_line_bytes,
               "lci_config.hpp's LCI_CACHE_LINE is the line the runtime pads to");
-static_assert(runtime_defaults_real.packet_size == LCI_PACKET_SIZE_DEFAULT &&
-                  runtime_defaults_real.npackets == LCI_PACKET_NUM_DEFAULT,
-              "lci_config.hpp's LCI_PACKET_*_DEFAULT are the description's real defaults");
 
 namespace {
 

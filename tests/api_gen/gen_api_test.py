@@ -203,6 +203,21 @@ class SettingsTest(DescriptionTestCase):
         self.assert_error(SETTINGS + "env LCI_T : bool = 0 [test_only]  // doc\n", 21,
                           "no accessor")
 
+    def test_macros(self):
+        api = parse(SETTINGS.replace("real=64 sim=4 ", "real=64 sim=4 [macro=LCI_SLOTS_DEFAULT] ")
+                    + "macro LCI_WITH_X = 0  // a feature\n")
+        self.assertEqual([(m.name, m.value) for m in api.macros],
+                         [("LCI_SLOTS_DEFAULT", "64"), ("LCI_WITH_X", "0")])
+        header = gen_api.macros_header(api, "t.def")
+        self.assertIn("// a feature\n#define LCI_WITH_X 0\n", header)
+        self.assertIn("#define LCI_SLOTS_DEFAULT 64\n", header)
+        self.assert_error(SETTINGS + "macro LCI_X = 1  // doc\nmacro LCI_X = 2  // doc\n", 22,
+                          "duplicate macro")
+        self.assert_error(SETTINGS + "macro X_Y = 1  // doc\n", 21, "expected")
+        self.assert_error(SETTINGS + "macro LCI_X = 1\n", 21, "needs a one-line doc")
+        self.assert_error(SETTINGS.replace("real=64 sim=4 ", "real=64 sim=4 [macro=slots] "), 14,
+                          "expected")
+
     def test_generated_code_holds_them(self):
         header, source = gen_api.generate(parse(SETTINGS), "x", "t.def", "x.hpp")
         self.assertIn("inline constexpr runtime_defaults_t runtime_defaults_sim = {\n    4,", header)
@@ -226,6 +241,9 @@ class SettingsTest(DescriptionTestCase):
         environment = gen_reference.environment_page(api, "t.def")
         self.assertIn("| `LCI_KNOB` | flag | `0` | test only: doc |", environment)
         self.assertIn("`LCI_FAMILY_<KIND>`", environment)
+        macros = gen_reference.attributes_page(parse(SETTINGS + "macro LCI_WITH_X = 0  // a feature\n"),
+                                               "t.def")
+        self.assertIn("| `LCI_WITH_X` | `0` | a feature |", macros)
         reference = gen_reference.api_page(api, "t.def")
         self.assertIn("### alloc_widget", reference)
         self.assertIn("`widget_t alloc_widget(int seed)`", reference)

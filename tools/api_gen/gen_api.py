@@ -2,7 +2,7 @@
 """Generates the LCI public API from its description (docs/api_gen.md).
 
 Reads an API description written in the DSL of lci/api/lci_api.def and
-writes two C++ files:
+writes two C++ files, and with --macros a third:
 
   * a header with the enums, the resource attribute structs, the resource
     handles, one functor per operation (the Objectified Flexible
@@ -12,7 +12,10 @@ writes two C++ files:
   * a source file with the enum name tables, the default attribute
     getters, which apply LCI_ATTR_<NAME> environment overrides, the
     checks of refused attributes, and the accessors of the environment
-    variables declared with a C++ type.
+    variables declared with a C++ type;
+  * (--macros) the compile-time macros of lci_config.hpp that programs
+    read under upstream's names (`macro` lines, and `default` lines
+    marked [macro=NAME], whose real value the macro is).
 
 Any error in the description is reported as "<file>:<line>: <message>" and
 makes the script exit with status 1, so the Bazel genrule (and the build)
@@ -26,6 +29,8 @@ import sys
 from typing import Dict, List, Optional
 
 IDENTIFIER = r"[A-Za-z_][A-Za-z0-9_]*"
+# lci_config.hpp's macros keep upstream's names, all under LCI_.
+MACRO_NAME = r"LCI_[A-Z0-9_]+"
 
 # Names a generated member, setter or parameter cannot take.
 CPP_KEYWORDS = frozenset("""
@@ -140,6 +145,17 @@ class Default:
     sim: str
     doc: str
     line: int
+    # [macro=NAME]: lci_config.hpp defines NAME as the real value.
+    macro: Optional[str] = None
+
+
+@dataclasses.dataclass
+class Macro:
+    """A compile-time macro of lci_config.hpp (a `macro` line, or a default's)."""
+    name: str
+    value: str
+    doc: str
+    line: int
 
 
 @dataclasses.dataclass
@@ -221,6 +237,14 @@ class Api:
     refusals: List[Refusal] = dataclasses.field(default_factory=list)
     defaults: List[Default] = dataclasses.field(default_factory=list)
     env: List[EnvVariable] = dataclasses.field(default_factory=list)
+    macro_lines: List[Macro] = dataclasses.field(default_factory=list)
+
+    @property
+    def macros(self) -> List[Macro]:
+        """Every macro, in description order: macro lines and marked defaults."""
+        marked = [Macro(d.macro, d.real, f"{d.doc} (the runtime default `{d.name}`)", d.line)
+                  for d in self.defaults if d.macro]
+        return sorted(self.macro_lines + marked, key=lambda m: m.line)
 
     def refusal(self, name: str) -> Optional[Refusal]:
         return next((r for r in self.refusals if r.name == name), None)
@@ -268,7 +292,9 @@ class Parser:
         rf"^op\s+({IDENTIFIER})\s*->\s*([^\[\]]+?)\s*(?:\[([^\]]*)\])?$")
     TOP_REFUSAL = re.compile(rf"^refusal\s+({IDENTIFIER})$")
     TOP_DEFAULT = re.compile(
-        rf"^default\s+({IDENTIFIER})\s*:\s*([^=]+?)\s+real=(\S+)\s+sim=(\S+)$")
+        rf"^default\s+({IDENTIFIER})\s*:\s*([^=]+?)\s+real=(\S+)\s+sim=(\S+)"
+        rf"\s*(?:\[macro=({MACRO_NAME})\])?$")
+    TOP_MACRO = re.compile(rf"^macro\s+({MACRO_NAME})\s*=\s*(.+)$")
     TOP_ENV = re.compile(
         rf"^env\s+({ENV_NAME})\s*:\s*(\S+)\s*=\s*([^\[]+?)\s*(?:\[([^\]]*)\])?$")
     MEMBER_ATTR = re.compile(
@@ -353,15 +379,17 @@ class Parser:
         raise self.error(
             line, f"expected 'enum NAME {{ ... }}', 'resource NAME', "
             f"'op NAME -> TYPE [modifiers]', 'refusal NAME', "
-            f"'default NAME : TYPE real=VALUE sim=VALUE' or 'env NAME : TYPE = DEFAULT', "
+            f"'default NAME : TYPE real=VALUE sim=VALUE', 'env NAME : TYPE = DEFAULT' "
+            f"or 'macro LCI_NAME = VALUE', "
             f"got '{code}'")
 
     def parse_setting(self, line: int, code: str, doc: str) -> bool:
-        """A refusal, default or env line; False when `code` is none of them."""
+        """A refusal, default, env or macro line; False when `code` is none of them."""
         refusal = self.TOP_REFUSAL.match(code)
         default = self.TOP_DEFAULT.match(code)
         env = self.TOP_ENV.match(code)
-        if not (refusal or default or env):
+        macro = self.TOP_MACRO.match(code)
+        if not (refusal or default or env or macro):
             return False
         self.block = None
         if not doc:
@@ -372,7 +400,10 @@ class Parser:
             self.check_name(line, default.group(1), "default")
             self.api.defaults.append(Default(default.group(1),
                                              self.check_type(line, default.group(2)),
-                                             default.group(3), default.group(4), doc, line))
+                                             default.group(3), default.group(4), doc, line,
+                                             macro=default.group(5)))
+        elif macro:
+            self.api.macro_lines.append(Macro(macro.group(1), macro.group(2), doc, line))
         else:
             modifiers = (env.group(4) or "").replace(",", " ").split()
             for modifier in modifiers:
@@ -472,6 +503,7 @@ class Validator:
         self.check_unique([(r.name, r.line) for r in self.api.refusals], "refusal")
         self.check_unique([(d.name, d.line) for d in self.api.defaults], "default")
         self.check_unique([(v.name, v.line) for v in self.api.env], "environment variable")
+        self.check_unique([(m.name, m.line) for m in self.api.macros], "macro")
         for variable in self.api.env:
             if variable.name.startswith("LCI_ATTR_"):
                 raise self.error(variable.line, f"{variable.name}: LCI_ATTR_<NAME> variables "
@@ -1024,6 +1056,16 @@ def generate(api: Api, namespace: str, source_path: str, header_include: str):
             SourceWriter(api, namespace, source_path, header_include).write())
 
 
+def macros_header(api: Api, source_path: str) -> str:
+    """The macros of lci_config.hpp, each with its doc."""
+    out = [f"// Generated by tools/api_gen/gen_api.py from {source_path}: do not edit.",
+           "// Compile-time facts about this build (lci_config.hpp includes it).",
+           "#pragma once", ""]
+    for macro in api.macros:
+        out += [f"// {macro.doc}", f"#define {macro.name} {macro.value}"]
+    return "\n".join(out) + "\n"
+
+
 def main(argv: List[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("description", help="the API description (.def)")
@@ -1032,6 +1074,7 @@ def main(argv: List[str]) -> int:
     parser.add_argument("--source", required=True, help="source file to write")
     parser.add_argument("--include", required=True,
                         help="how the source includes the header, e.g. lci/api/lci_generated.hpp")
+    parser.add_argument("--macros", help="the macros header to write (lci_config.hpp's)")
     args = parser.parse_args(argv)
     if not re.fullmatch(rf"{IDENTIFIER}(::{IDENTIFIER})*", args.namespace):
         print(f"gen_api.py: bad namespace '{args.namespace}'", file=sys.stderr)
@@ -1047,6 +1090,9 @@ def main(argv: List[str]) -> int:
         f.write(header)
     with open(args.source, "w", encoding="utf-8") as f:
         f.write(source)
+    if args.macros:
+        with open(args.macros, "w", encoding="utf-8") as f:
+            f.write(macros_header(api, args.description))
     return 0
 
 

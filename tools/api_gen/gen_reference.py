@@ -9,7 +9,8 @@ gen_api.py) and writes three Markdown pages:
   * attributes: every resource attribute with its LCI_ATTR_<NAME> variable,
     type, default (with the real and simulated values where 0 stands for
     the runtime's default), refusal and meaning; the refusals; the
-    runtime's defaults for a real process and a simulated rank;
+    runtime's defaults for a real process and a simulated rank; the
+    compile-time macros of lci_config.hpp;
   * environment: every other environment variable the library reads;
   * api: every enum, resource and operation with its arguments and options.
 
@@ -114,6 +115,12 @@ def attributes_page(api: gen_api.Api, source: str) -> str:
             "| name | real | simulated | meaning |", "|---|---|---|---|"]
     for default in api.defaults:
         out.append(f"| `{default.name}` | {default.real} | {default.sim} | {cell(default.doc)} |")
+    out += ["", "## Compile-time macros", "",
+            "Defined by `lci/api/lci_config.hpp` (included by `lci.hpp`) under upstream",
+            "LCI's names, besides its `LCI_VERSION_*`.", "",
+            "| macro | value | meaning |", "|---|---|---|"]
+    for macro in api.macros:
+        out.append(f"| `{macro.name}` | {code(macro.value)} | {cell(macro.doc)} |")
     return "\n".join(out) + "\n"
 
 
