@@ -75,8 +75,10 @@ esac
 
 mkdir -p "$build"
 echo "== configure $client ($source) against $prefix in $build"
+# LCI_DIR too: a build directory configured before keeps the LCI it found
+# then in its cache, whatever the prefix says now.
 cmake -S "$source" -B "$build" -DCMAKE_BUILD_TYPE=Debug -DLCI_ROOT="$prefix" \
-  -DCMAKE_PREFIX_PATH="$prefix" "${options[@]}" > "$build/configure.log" 2>&1 ||
+  -DLCI_DIR="$prefix/lib/cmake/LCI" -DCMAKE_PREFIX_PATH="$prefix" "${options[@]}" > "$build/configure.log" 2>&1 ||
   { cat "$build/configure.log" >&2; die "$client: cmake configure failed"; }
 echo "== build"
 cmake --build "$build" -j "$jobs" > "$build/build.log" 2>&1 ||
