@@ -43,8 +43,9 @@
 // Slot i starts as free(i). A producer reads tail_ = p [P1] and the slot's
 // state [P2]: from free(p) it claims the slot by a CAS to claimed(p, x) [P3],
 // then moves tail_ from p to p + 1 [P4] (or finds a helper did), writes the
-// message and stores published(p, x) [P5]. A state claimed(p, *) or
-// published(p, *) under tail_ = p means the claimer has not moved the tail
+// message and stores published(p, x) [P5]. Any other state of position p,
+// or any state of a later lap (p was claimed, and maybe consumed or
+// reclaimed since), under tail_ = p means the claimer has not moved the tail
 // yet: the producer moves it [P4] and retries. A state of position
 // p - slots_count that is not free means the consumer has not yet taken the
 // message of the previous lap: the queue is full. The consumer owns head_ =
@@ -138,6 +139,11 @@ constexpr std::uint64_t position_of(std::uint64_t word) {
 }
 constexpr bool same_position(std::uint64_t word, std::uint64_t position) {
   return position_of(word) == (position & position_mask);
+}
+// Whether the word's position is `position` or a later one (by less than
+// 2^47, i.e. not a stale word from a lap long gone).
+constexpr bool at_or_after(std::uint64_t word, std::uint64_t position) {
+  return ((position_of(word) - position) & position_mask) < (position_mask >> 1);
 }
 }  // namespace state
 
@@ -365,9 +371,11 @@ inline queue_status_t queue_t::reserve(std::uint32_t producer, reservation_t& ou
       }
       continue;  // another producer claimed it: this slot's state moved on
     }
-    if (state::same_position(word, tail) && !util::mutated("shm_queue_no_help")) {
-      // Claimed (or published) at the tail: its claimer has not moved the
-      // tail yet, and may never (a dead process). Move it for them.
+    if (state::at_or_after(word, tail) && !util::mutated("shm_queue_no_help")) {
+      // Claimed at the tail (or at a later lap: claimed, used and freed
+      // since), so the tail belongs past it. Its claimer has not moved the
+      // tail yet, and may never (a dead process, whose slot the consumer
+      // may have freed already): move it for them.
       // relaxed [P4]: as above; on failure `tail` is the newer tail.
       if (tail_->value.compare_exchange_strong(tail, tail + 1, util::mo_relaxed,
                                                util::mo_relaxed)) {
@@ -379,7 +387,7 @@ inline queue_status_t queue_t::reserve(std::uint32_t producer, reservation_t& ou
         state::phase_of(word) != state::free) {
       return queue_status_t::retry;  // full at [P2]: last lap's message unread
     }
-    // A stale tail (the slot is a lap ahead) or a stale state: look again.
+    // A stale state (older than the tail says): look again.
     tail = tail_->value.load(util::mo_relaxed);  // relaxed: as [P1]
   }
   return queue_status_t::retry;
