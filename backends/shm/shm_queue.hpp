@@ -202,6 +202,10 @@ class queue_t {
   // Any other process, after init: checks the header against `bytes`;
   // corrupt if it does not describe a queue that fits.
   [[nodiscard]] queue_status_t attach(void* region, std::size_t bytes);
+  // The creator, once no process uses the queue any more: ends the lifetime
+  // of the atomics init constructed (free in production; the model checker
+  // tracks them). The region stays the caller's.
+  void destroy();
 
   // Producer side. push copies `length_bytes` <= payload_bytes_max() bytes;
   // ok or retry (full: nothing stored). `producer` < producers_max.
@@ -345,6 +349,15 @@ inline queue_status_t queue_t::attach(void* region, std::size_t bytes) {
   return queue_status_t::ok;
 }
 
+inline void queue_t::destroy() {
+  LCI_ASSERT(slots_ != nullptr, "shm queue destroyed before init");
+  for (std::uint32_t i = 0; i < slots_count_; ++i) slot(i).~slot_header_t();
+  head_->~counter_line_t();
+  tail_->~counter_line_t();
+  header_->~region_header_t();
+  *this = queue_t();
+}
+
 inline queue_status_t queue_t::reserve(std::uint32_t producer, reservation_t& out) {
   LCI_ASSERT(slots_ != nullptr, "shm queue used before init or attach");
   LCI_ASSERT(producer < producers_max_, "shm queue producer id out of range");
@@ -387,7 +400,10 @@ inline queue_status_t queue_t::reserve(std::uint32_t producer, reservation_t& ou
         state::phase_of(word) != state::free) {
       return queue_status_t::retry;  // full at [P2]: last lap's message unread
     }
-    // A stale state (older than the tail says): look again.
+    // A stale state (older than the tail says): the newer one is on its
+    // way to this core. Pause (under the model checker, a yield, after which
+    // it lets the load see newer stores), then look again.
+    util::spin_pause();
     tail = tail_->value.load(util::mo_relaxed);  // relaxed: as [P1]
   }
   return queue_status_t::retry;
