@@ -22,9 +22,11 @@
 //                of at most payload_bytes_max() bytes each; producer ids
 //                below producers_max (<= producers_limit). A full queue
 //                answers retry and stores nothing.
-// Progress:      push is lock-free: a round repeats only when the tail moved
-//                or a slot changed state, i.e. another producer claimed a
-//                slot. A producer that finds the tail slot claimed helps the
+// Progress:      push is lock-free: a round repeats when the tail moved or
+//                a slot changed state, i.e. another producer claimed a slot,
+//                or when this core still saw an older state than the tail
+//                (a view that newer stores replace in finite time; the
+//                round pauses first). A producer that finds the tail slot claimed helps the
 //                tail past it, so a producer that stops (or dies) between
 //                its claim and moving the tail blocks nobody. pop is
 //                wait-free.
@@ -306,6 +308,7 @@ inline queue_status_t queue_t::init(void* region, std::size_t bytes,
                                     const queue_params_t& params) {
   const std::size_t needed_bytes = region_bytes(params);
   if (needed_bytes == 0 || bytes < needed_bytes) return queue_status_t::bad_params;
+  LCI_ASSERT(region != nullptr, "shm queue region is null");
   LCI_ASSERT(reinterpret_cast<std::uintptr_t>(region) % util::cache_line_bytes == 0,
              "shm queue region must be cache-line aligned");
   auto* bytes_at = static_cast<unsigned char*>(region);
@@ -412,6 +415,7 @@ inline queue_status_t queue_t::reserve(std::uint32_t producer, reservation_t& ou
 inline void queue_t::publish(const reservation_t& reservation, std::uint32_t kind,
                              std::uint64_t imm, std::uint32_t length_bytes) {
   LCI_ASSERT(length_bytes <= payload_bytes_max(), "shm queue message too long");
+  LCI_ASSERT(reservation.producer < producers_max_, "shm queue producer id out of range");
   slot_header_t& slot_header = slot(reservation.position);
   LCI_ASSERT(reservation.payload == payload_of(slot_header),
              "shm queue reservation of another slot");
@@ -472,9 +476,10 @@ queue_status_t queue_t::pop_one(std::uint64_t head, message_t& header, void* pay
   if (util::mutated("shm_queue_ignores_dead") || !is_dead(producer)) {
     return queue_status_t::empty;  // its producer is still writing it
   }
-  // release [C4]: as [C3] (nothing was read, but the next claimer's
-  // acquire [P3] must not see an older slot). relaxed on failure: the
-  // producer published after all, so the next pop delivers it.
+  // release [C4]: pairs with the next claimer's acquire [P3], as [C3]. The
+  // dead producer's partial writes need no order: it writes no more (the
+  // precondition of is_dead). relaxed on failure: the producer published
+  // after all, so the next pop delivers it.
   if (!slot_header.state.compare_exchange_strong(
           word, state::make(state::free, 0, head + slots_count_), util::mo_release,
           util::mo_relaxed)) {
