@@ -66,7 +66,7 @@
 // only a hint about where to claim (a stale tail costs a round: the slot's
 // state says where the tail really is), head_ is the consumer's alone.
 // [P5] release pairs with [C1] acquire (the message is complete when the
-// consumer sees it published); [C3] release pairs with [P2]/[P3] acquire (the
+// consumer sees it published); [C3] release pairs with [P3] acquire (the
 // consumer's reads of the old message happen before the next lap's writes).
 #pragma once
 
@@ -330,6 +330,9 @@ inline queue_status_t queue_t::init(void* region, std::size_t bytes,
   header->producers_max = params.producers_max;
   // release: pairs with the acquire in attach(); the layout above is
   // complete before anyone sees the magic.
+  // Equivalent mutants: mo_weaken. attach runs after init by contract (the
+  // segment's handshake orders them); these orders only make an attach that
+  // breaks the contract read "not initialised" rather than a torn header.
   header->magic.store(magic_word, util::mo_release);
   return queue_status_t::ok;
 }
@@ -339,6 +342,7 @@ inline queue_status_t queue_t::attach(void* region, std::size_t bytes) {
   auto* bytes_at = static_cast<unsigned char*>(region);
   auto* header = reinterpret_cast<region_header_t*>(bytes_at);
   // acquire: pairs with the release in init().
+  // Equivalent mutants: mo_weaken. As in init(): the handshake orders them.
   if (header->magic.load(util::mo_acquire) != magic_word) return queue_status_t::corrupt;
   if (header->version != magic_version) return queue_status_t::corrupt;
   // Read each field once: the header lives in memory others can write.
@@ -366,18 +370,26 @@ inline queue_status_t queue_t::reserve(std::uint32_t producer, reservation_t& ou
   LCI_ASSERT(producer < producers_max_, "shm queue producer id out of range");
   // relaxed [P1]: tail_ is a hint; the slot's state below decides.
   std::uint64_t tail = tail_->value.load(util::mo_relaxed);
+  // Equivalent mutants: bound. A round more only moves the point where a
+  // push that keeps losing to other producers gives up with retry.
   for (std::uint32_t round = 0; round < push_rounds_max; ++round) {
     slot_header_t& slot_header = slot(tail);
-    // acquire [P2]: pairs with the consumer's release [C3], so its reads of
-    // the previous lap's message happen before our writes.
-    std::uint64_t word = slot_header.state.load(util::mo_acquire);
+    // relaxed [P2]: it only decides where to claim, help or answer full; the
+    // claim [P3] is what orders our writes.
+    std::uint64_t word = slot_header.state.load(util::mo_relaxed);
     if (word == state::make(state::free, 0, tail)) {
-      // acquire [P3]: as [P2]. relaxed on failure: the state is read again.
+      // acquire [P3]: pairs with the consumer's release [C3], so its reads of
+      // the previous lap's message happen before our writes. relaxed on
+      // failure: the state is read again.
+      // Equivalent mutants: cas_weak. A spurious failure reads the state
+      // again, still free(tail), and claims again.
       if (slot_header.state.compare_exchange_strong(
               word, state::make(state::claimed, producer, tail), util::mo_acquire,
               util::mo_relaxed)) {
         std::uint64_t expected = tail;
         // relaxed [P4]: the tail is a hint; failure means a helper moved it.
+        // Equivalent mutants: cas_weak. A spurious failure leaves the tail
+        // to the next producer's help, as a claimer's death does.
         (void)tail_->value.compare_exchange_strong(expected, tail + 1,
                                                    util::mo_relaxed, util::mo_relaxed);
         out.position = tail;
@@ -393,6 +405,8 @@ inline queue_status_t queue_t::reserve(std::uint32_t producer, reservation_t& ou
       // tail yet, and may never (a dead process, whose slot the consumer
       // may have freed already): move it for them.
       // relaxed [P4]: as above; on failure `tail` is the newer tail.
+      // Equivalent mutants: cas_weak. A spurious failure leaves `tail` as it
+      // was, and the round repeats.
       if (tail_->value.compare_exchange_strong(tail, tail + 1, util::mo_relaxed,
                                                util::mo_relaxed)) {
         ++tail;
@@ -450,6 +464,9 @@ queue_status_t queue_t::pop(message_t& header, void* payload, IsDead&& is_dead) 
   const std::uint64_t head_first = head_->value.load(util::mo_relaxed);
   // Each round either delivers, stops, or frees one dead producer's slot
   // and moves on: at most a lap of them.
+  // Equivalent mutants: bound. After a lap of reclaims, one round more
+  // reads the first slot again, which the first reclaim left free for this
+  // position (empty) or a producer has claimed since (handled as any head).
   for (std::uint64_t head = head_first; head - head_first < slots_count_; ++head) {
     bool reclaimed = false;
     const queue_status_t status = pop_one(head, header, payload, is_dead, reclaimed);
@@ -476,12 +493,15 @@ queue_status_t queue_t::pop_one(std::uint64_t head, message_t& header, void* pay
   if (util::mutated("shm_queue_ignores_dead") || !is_dead(producer)) {
     return queue_status_t::empty;  // its producer is still writing it
   }
-  // release [C4]: pairs with the next claimer's acquire [P3], as [C3]. The
-  // dead producer's partial writes need no order: it writes no more (the
+  // relaxed [C4]: the consumer has read and written nothing of this slot
+  // since its release [C3] of the previous lap, and this CAS continues that
+  // store's release sequence (as the dead claim did), so the next
+  // claimer's acquire [P3] still synchronises with [C3]. The dead
+  // producer's partial writes need no order: it writes no more (the
   // precondition of is_dead). relaxed on failure: the producer published
   // after all, so the next pop delivers it.
   if (!slot_header.state.compare_exchange_strong(
-          word, state::make(state::free, 0, head + slots_count_), util::mo_release,
+          word, state::make(state::free, 0, head + slots_count_), util::mo_relaxed,
           util::mo_relaxed)) {
     return queue_status_t::empty;
   }
@@ -510,7 +530,7 @@ inline queue_status_t queue_t::deliver(std::uint64_t head, slot_header_t& slot_h
 }
 
 inline void queue_t::advance_head(std::uint64_t head, slot_header_t& slot_header) {
-  // release [C3]: pairs with the acquire [P2]/[P3] of the next lap's
+  // release [C3]: pairs with the acquire [P3] of the next lap's
   // producer. (Broken variant, tests/backends/shm: relaxed, so its writes
   // may race with our reads above.)
   slot_header.state.store(state::make(state::free, 0, head + slots_count_),

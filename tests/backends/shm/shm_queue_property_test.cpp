@@ -178,6 +178,7 @@ LCI_PROPERTY(ShmQueueProperty, MatchesSequentialModel,
                                 rc::state::gen::execOneOfWithArgs<
                                     push_t, push_t, push_t, abandon_t, kill_t,
                                     pop_burst_t, pop_burst_t>());
+               RC_ASSERT(sut.region.guard_intact());
              })
 
 }  // namespace

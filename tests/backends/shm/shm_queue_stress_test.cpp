@@ -88,6 +88,7 @@ TEST(ShmQueueStress, EveryMessageOnceInProducerOrder) {
   for (std::uint32_t p = 0; p < producers_count; ++p) {
     EXPECT_EQ(next_sequence[p], messages_per_producer);
   }
+  EXPECT_TRUE(region.guard_intact());
 }
 
 }  // namespace

@@ -35,6 +35,7 @@ struct fixture_t {
       : params(chosen), region(queue_t::region_bytes(chosen)) {
     EXPECT_EQ(queue.init(region.data(), region.bytes(), params), queue_status_t::ok);
   }
+  ~fixture_t() { EXPECT_TRUE(region.guard_intact()) << "a write past the region"; }
   queue_status_t push_word(std::uint32_t producer, std::uint64_t word) {
     return queue.push(producer, 7, word, &word, sizeof(word));
   }
@@ -104,6 +105,19 @@ TEST(ShmQueue, InitRefusesBadParams) {
   }
   EXPECT_EQ(queue.init(region.data(), region.bytes(), queue_params_t{64, 4, 1}),
             queue_status_t::ok);
+}
+
+// The limits of the header, at their edges (region_bytes computes without
+// allocating).
+TEST(ShmQueue, ParamsAtTheirLimits) {
+  const std::uint32_t slots_max = queue_t::slots_count_max;
+  const std::uint32_t producers_max = queue_t::producers_limit;
+  EXPECT_NE(queue_t::region_bytes(queue_params_t{64, slots_max, 1}), 0u);
+  EXPECT_EQ(queue_t::region_bytes(queue_params_t{64, 2 * slots_max, 1}), 0u);
+  EXPECT_NE(queue_t::region_bytes(queue_params_t{64, 2, producers_max}), 0u);
+  EXPECT_EQ(queue_t::region_bytes(queue_params_t{64, 2, producers_max + 1}), 0u);
+  EXPECT_EQ(queue_t::region_bytes(queue_params_t{64, 2, 1}),
+            queue_t::slots_offset_bytes + 2 * 64);
 }
 
 TEST(ShmQueue, AttachChecksTheHeader) {

@@ -12,12 +12,16 @@
 
 namespace lci::backend::shm::test {
 
+// `bytes` zeroed bytes (as a fresh shared mapping is), then a guard line of
+// a known pattern: a queue that writes past its region spoils it.
 class region_t {
  public:
   explicit region_t(std::size_t bytes)
       : bytes_(bytes),
-        data_(static_cast<unsigned char*>(std::aligned_alloc(64, round_up(bytes)))) {
+        data_(static_cast<unsigned char*>(
+            std::aligned_alloc(64, round_up(bytes) + guard_bytes))) {
     std::memset(data_, 0, round_up(bytes));
+    std::memset(data_ + bytes_, guard_byte, round_up(bytes) + guard_bytes - bytes_);
   }
   ~region_t() { std::free(data_); }
   region_t(const region_t&) = delete;
@@ -25,8 +29,16 @@ class region_t {
 
   unsigned char* data() const { return data_; }
   std::size_t bytes() const { return bytes_; }
+  bool guard_intact() const {
+    for (std::size_t i = bytes_; i < round_up(bytes_) + guard_bytes; ++i) {
+      if (data_[i] != guard_byte) return false;
+    }
+    return true;
+  }
 
  private:
+  static constexpr std::size_t guard_bytes = 64;
+  static constexpr unsigned char guard_byte = 0x5a;
   static std::size_t round_up(std::size_t bytes) { return (bytes + 63) / 64 * 64; }
   std::size_t bytes_;
   unsigned char* data_;
