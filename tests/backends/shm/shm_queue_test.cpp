@@ -26,6 +26,7 @@ namespace state = lci::backend::shm::state;
 using lci::backend::shm::test::read_raw;
 using lci::backend::shm::test::region_t;
 using lci::backend::shm::test::slot_at;
+using lci::backend::shm::test::tail_offset;
 using lci::backend::shm::test::write_raw;
 
 constexpr queue_params_t small_params{128, 4, 3};
@@ -215,10 +216,9 @@ TEST(ShmQueue, DeadProducersClaimedSlotIsReclaimed) {
 TEST(ShmQueue, ProducersMoveTheTailPastADeadClaim) {
   fixture_t world;
   ASSERT_EQ(world.push_word(0, 1), queue_status_t::ok);
-  const auto tail = read_raw<std::uint64_t>(world.region.data() + 64);
-  ASSERT_EQ(tail, 1u);
-  write_raw<std::uint64_t>(slot_at(world.region, world.params, tail),
-                           state::make(state::claimed, 2, tail));
+  reservation_t abandoned;
+  ASSERT_EQ(world.queue.reserve(2, abandoned), queue_status_t::ok);
+  write_raw<std::uint64_t>(world.region.data() + tail_offset, abandoned.position);
   ASSERT_EQ(world.push_word(0, 2), queue_status_t::ok);
   std::uint64_t word = 0;
   ASSERT_EQ(world.pop_word(word), queue_status_t::ok);
