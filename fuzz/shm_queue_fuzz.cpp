@@ -17,6 +17,7 @@
 //            (header included); otherwise from the tail's line on
 //   byte 4   producer x is dead when bit (x % 8) is set
 //   then     bytes copied over the region, at most its size
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>

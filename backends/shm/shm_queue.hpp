@@ -81,6 +81,10 @@
 #include "lci/util/cache.hpp"
 #include "lci/util/mutation.hpp"
 
+#if !defined(LCI_MODEL_CHECK)
+#include <atomic>  // the lock-freedom check below
+#endif
+
 namespace lci::backend::shm {
 
 #if !defined(LCI_MODEL_CHECK)
