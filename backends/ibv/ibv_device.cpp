@@ -13,7 +13,7 @@
 #include "backends/ibv/detail/ibv_device_detail.hpp"
 #include "lci/util/assert.hpp"
 
-namespace lci::backends::ibv {
+namespace lci::backend::ibv {
 
 using namespace detail;
 
@@ -271,4 +271,4 @@ void ibv_device_t::destroy_verbs_objects() {
   }
 }
 
-}  // namespace lci::backends::ibv
+}  // namespace lci::backend::ibv

@@ -10,7 +10,7 @@
 #include "lci/util/assert.hpp"
 #include "lci/util/try_lock.hpp"
 
-namespace lci::backends::ibv {
+namespace lci::backend::ibv {
 
 using namespace detail;
 
@@ -251,4 +251,4 @@ std::size_t ibv_device_t::poll_locked(net_status_t* statuses, std::size_t status
   return count;
 }
 
-}  // namespace lci::backends::ibv
+}  // namespace lci::backend::ibv

@@ -11,7 +11,7 @@
 #include "lci/util/assert.hpp"
 #include "lci/util/try_lock.hpp"
 
-namespace lci::backends::ibv {
+namespace lci::backend::ibv {
 
 using namespace detail;
 
@@ -193,4 +193,4 @@ void ibv_device_t::say_goodbye() {
   }
 }
 
-}  // namespace lci::backends::ibv
+}  // namespace lci::backend::ibv

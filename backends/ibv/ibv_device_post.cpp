@@ -12,7 +12,7 @@
 #include "lci/util/assert.hpp"
 #include "lci/util/try_lock.hpp"
 
-namespace lci::backends::ibv {
+namespace lci::backend::ibv {
 
 using namespace detail;
 
@@ -243,4 +243,4 @@ error_t ibv_device_t::post_get(int rank, void* buffer, std::size_t size, net_mr_
                               user_context});
 }
 
-}  // namespace lci::backends::ibv
+}  // namespace lci::backend::ibv

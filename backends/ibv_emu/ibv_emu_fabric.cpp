@@ -16,7 +16,7 @@
 #include "sim/sim_prng.hpp"
 #include "sim/sim_scheduler.hpp"
 
-namespace lci::backends::ibv {
+namespace lci::backend::ibv_emu {
 namespace {
 
 // What an error completion carries in the fields the spec leaves undefined:
@@ -249,7 +249,7 @@ struct emu_fabric_t::impl_t {
   sim::prng_t wire_prng;
   sim::prng_t fault_prng;
   std::vector<hca_t> hcas;
-  std::vector<std::unique_ptr<verbs_t>> tables;
+  std::vector<std::unique_ptr<ibv::verbs_t>> tables;
   std::uint64_t now = 0;
   std::uint64_t events_count = 0;
   std::uint64_t hash = 0;
@@ -975,7 +975,7 @@ ibv_qp* emu_fabric_t::impl_t::create_qp(emu_pd_t* pd, ibv_qp_init_attr* init_att
 namespace {
 
 // One HCA's verbs table: each call takes the fabric's mutex.
-class hca_verbs_t final : public verbs_t {
+class hca_verbs_t final : public ibv::verbs_t {
  public:
   hca_verbs_t(emu_fabric_t::impl_t& fabric, int hca) : fabric_(fabric), hca_(hca) {}
 
@@ -1514,7 +1514,7 @@ emu_fabric_t::emu_fabric_t(const emu_options_t& options) : impl_(new impl_t(opti
 
 emu_fabric_t::~emu_fabric_t() = default;
 
-verbs_t& emu_fabric_t::verbs(int hca) {
+ibv::verbs_t& emu_fabric_t::verbs(int hca) {
   LCI_ASSERT(hca >= 0 && hca < impl_->options.hcas_count, "no such emulated HCA");
   return *impl_->tables[static_cast<std::size_t>(hca)];
 }
@@ -1599,4 +1599,4 @@ std::string emu_fabric_t::describe() const {
   return out.str();
 }
 
-}  // namespace lci::backends::ibv
+}  // namespace lci::backend::ibv_emu

@@ -155,7 +155,7 @@ std::size_t get_max_bcopy_size_x::call_impl(packet_pool_t packet_pool, runtime_t
   // A header may lead the payload when the tag does not fit the immediate
   // (device_impl_t::bcopy_size_max() says the same for a device's pool).
   return detail::resolve_packet_pool(rt, packet_pool).attr.packet_size -
-         sizeof(lci::protocol::eager_header_t);
+         sizeof(detail::eager_header_t);
 }
 
 // ---- network contexts ----

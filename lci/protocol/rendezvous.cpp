@@ -50,7 +50,7 @@ status_t post_rts(const post_args_t& args, rts_kind_t kind, rma_rts_t* rma) {
   } else {
     rts.rcomp = args.remote_comp;
   }
-  const std::uint32_t imm = protocol::make_imm(protocol::msg_type_t::rts, 0);
+  const std::uint32_t imm = make_imm(msg_type_t::rts, 0);
   error_t error;
   if (rma != nullptr) {
     rma->rts = rts;
@@ -153,7 +153,7 @@ bool registration_may_come(error_t error) {
 error_t copy_rdv_data(device_impl_t& device, request_t* send, int rank, std::size_t size,
                       std::uint32_t rdv_id) {
   const std::size_t chunk_max = device.packet_payload_max() - sizeof(rdv_chunk_t);
-  const std::uint32_t imm = protocol::make_imm(protocol::msg_type_t::rdv_data, rdv_id,
+  const std::uint32_t imm = make_imm(msg_type_t::rdv_data, rdv_id,
                                                /*header=*/true);
   const auto* buffer = static_cast<const std::byte*>(send->status.buffer);
   // relaxed: only this step touches a send's count, one run at a time
@@ -231,7 +231,7 @@ void start_rtr(device_impl_t& device, request_t* recv, const rts_t& rts) {
     // After this send succeeds the sender may write and complete the
     // receive at once: `recv` must not be touched again here.
     return send_control(d, recv->status.rank, &rtr, sizeof(rtr),
-                        protocol::make_imm(protocol::msg_type_t::rtr, 0));
+                        make_imm(msg_type_t::rtr, 0));
   });
 }
 
@@ -239,7 +239,7 @@ void send_rtr(device_impl_t& device, int rank, const rtr_t& rtr) {
   device_impl_t* device_ptr = &device;
   (void)device.run_or_backlog([device_ptr, rank, rtr]() -> error_t {
     return send_control(*device_ptr, rank, &rtr, sizeof(rtr),
-                        protocol::make_imm(protocol::msg_type_t::rtr, 0));
+                        make_imm(msg_type_t::rtr, 0));
   });
 }
 
@@ -254,7 +254,7 @@ void answer_rts(device_impl_t& device, int rank, const rts_t& rts, rtr_mode_t mo
 
 void send_fin(device_impl_t& device, int rank, std::uint32_t rdv_id) {
   device_impl_t* device_ptr = &device;
-  const std::uint32_t imm = protocol::make_imm(protocol::msg_type_t::fin, rdv_id);
+  const std::uint32_t imm = make_imm(msg_type_t::fin, rdv_id);
   (void)device.run_or_backlog([device_ptr, rank, imm]() -> error_t {
     return send_control(*device_ptr, rank, nullptr, 0, imm);
   });
@@ -327,7 +327,7 @@ void start_write(device_impl_t& device, request_t* send, int rank, const rtr_t& 
     hand_over(send, request_owner_t::thread, request_owner_t::network);
     const error_t error =
         with_imm ? net.post_putImm(rank, send->status.buffer, size, send->mr, offset, rmr,
-                                   protocol::make_imm(protocol::msg_type_t::rdv_data, rdv_id),
+                                   make_imm(msg_type_t::rdv_data, rdv_id),
                                    send)
                  : net.post_put(rank, send->status.buffer, size, send->mr, offset, rmr, send);
     if (error.is_done() || error.is_posted()) device_ptr->accounting().note_network_post();

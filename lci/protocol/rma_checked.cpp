@@ -111,7 +111,7 @@ status_t post_checked_get(const post_args_t& args, const net_target_t& target) {
     // After this send succeeds the target may write and complete the get
     // at once: `recv` must not be touched again here.
     return send_control(d, recv->status.rank, &message, sizeof(message),
-                        protocol::make_imm(protocol::msg_type_t::rts, 0));
+                        make_imm(msg_type_t::rts, 0));
   });
   return status_t(errorcode_t::posted);
 }

@@ -97,7 +97,7 @@ attr_runtime_t resolved(attr_runtime_t attr, const backend::net_context_t& net) 
   const auto nbits_rcomp = static_cast<unsigned>(attr.imm_nbits_rcomp);
   // A put/get signal packs rcomp | tag into the immediate value, no header.
   attr.max_imm_rcomp = (std::uint64_t{1} << nbits_rcomp) - 1;
-  attr.max_imm_tag = (std::uint64_t{1} << (protocol::imm_value_bits - nbits_rcomp)) - 1;
+  attr.max_imm_tag = (std::uint64_t{1} << (imm_value_bits - nbits_rcomp)) - 1;
   // Other operations carry what does not fit in a header; a send's tag
   // must still fit its matching key, the narrowest being rank_tag's.
   attr.max_tag = matching::key_rank_tag_tag_max;
