@@ -256,7 +256,8 @@ mr_t register_memory_x::call_impl(void* address, std::size_t size, device_t devi
   };
   // Equivalent mutants: bound. attempts_max (1024, not part of the API) only bounds how long
   // a refusal is waited out before register_memory gives up; one attempt more is the same
-  // contract with a limit of 1025 (docs/verification.md).
+  // contract with a limit of 1025
+  // (tools/mutate_records/2026-11-28-runs-35-59.md, runs 35, 38, 39).
   for (; !taken && attempt < attempts_max; ++attempt) {
     wait_for_registrations();
     taken = d.accounting().take_standing_registration();

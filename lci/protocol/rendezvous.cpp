@@ -57,7 +57,7 @@ status_t post_rts(const post_args_t& args, rts_kind_t kind, rma_rts_t* rma) {
     // A packet holds an RTS (alloc_packet_pool's minimum).
     // Equivalent mutants: bound. At equality the data would go after the
     // RTS instead of in its packet: the same bytes land, through the RTR and a
-    // write, one round trip later (docs/verification.md, runs 42-50).
+    // write, one round trip later (tools/mutate_records/2026-11-28-runs-35-59.md, runs 42-50).
     error = args.size <= device.packet_payload_max() - sizeof(*rma)
                 ? send_packet(device, args.rank, rma, sizeof(*rma), args.buffer, args.size, imm)
                 : send_control(device, args.rank, rma, sizeof(*rma), imm);
@@ -369,7 +369,7 @@ void handle_rdv_chunk(device_impl_t& device, int rank, std::uint32_t rdv_id,
   // chunk carries at least a byte (copy_rdv_data() sends none empty).
   // Equivalent mutants: bound. At offset == the receive's size, a chunk of no
   // bytes is refused as empty and any other by the room test below
-  // (docs/verification.md, runs 42-50).
+  // (tools/mutate_records/2026-11-28-runs-35-59.md, runs 42-50).
   const bool starts_inside = chunk.offset <= recv_size;
   if (state_of(recv).kind != request_kind_t::recv || size == 0 || !starts_inside ||
       size > recv_size - chunk.offset) {
