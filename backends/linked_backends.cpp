@@ -15,10 +15,10 @@ namespace {
 registry_t make_registry() {
   registry_t registry;
 #if defined(LCI_LINK_OFI)
-  registry.add(backends::ofi::backend_entry());
+  registry.add(backend::ofi::backend_entry());
 #endif
 #if defined(LCI_LINK_IBV)
-  registry.add(backends::ibv::backend_entry());
+  registry.add(backend::ibv::backend_entry());
 #endif
   return registry;
 }

@@ -231,7 +231,7 @@ class backend_transport_t final : public transport_t {
  private:
   const options_t options_;
   std::unique_ptr<bootstrap::bootstrap_t> bootstrap_;
-  backends::ofi::ofi_context_t context_;
+  backend::ofi::ofi_context_t context_;
   std::vector<std::unique_ptr<backend_endpoint_t>> endpoints_;
   std::vector<std::unique_ptr<backend_channel_t>> channels_;
   std::uint64_t allgathers_ = 0;  // names each allgather's key

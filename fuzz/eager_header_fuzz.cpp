@@ -33,10 +33,10 @@
 
 namespace {
 
-using lci::protocol::eager_arrival_t;
-using lci::protocol::eager_header_t;
-using lci::protocol::msg_fields_t;
-using lci::protocol::msg_type_t;
+using lci::detail::eager_arrival_t;
+using lci::detail::eager_header_t;
+using lci::detail::msg_fields_t;
+using lci::detail::msg_type_t;
 
 constexpr std::size_t prefix_bytes = 7;
 // The header's bytes that carry fields; the rest is padding, zeroed by the
@@ -73,9 +73,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (length > 0) std::memcpy(arrival.get(), data + prefix_bytes, length);
 
   eager_arrival_t decoded;
-  const bool ok = lci::protocol::decode_eager_arrival(type, imm, arrival.get(), length, nbits_tag,
+  const bool ok = lci::detail::decode_eager_arrival(type, imm, arrival.get(), length, nbits_tag,
                                                       nbits_rcomp, &decoded);
-  const bool header = lci::protocol::imm_has_header(imm);
+  const bool header = lci::detail::imm_has_header(imm);
   if (!ok) {
     if (!header || length >= sizeof(eager_header_t)) fail("refused a well-formed arrival", imm, length);
     return 0;
@@ -85,13 +85,13 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
 
   // Encode as the sender does.
   std::uint32_t value = 0;
-  const bool in_imm = lci::protocol::pack_imm_value(type, decoded.fields, nbits_tag, nbits_rcomp, &value);
+  const bool in_imm = lci::detail::pack_imm_value(type, decoded.fields, nbits_tag, nbits_rcomp, &value);
   if (!header && !in_imm) fail("fields from the immediate do not fit it again", imm, length);
-  if (!header && lci::protocol::make_imm(type, value) != imm) fail("the immediate does not round-trip", imm, length);
+  if (!header && lci::detail::make_imm(type, value) != imm) fail("the immediate does not round-trip", imm, length);
   if (header) {
     // A sender puts fields in a header only when they do not fit the
     // immediate, but any header must re-encode to the bytes it came in.
-    const eager_header_t again = lci::protocol::make_eager_header(decoded.fields);
+    const eager_header_t again = lci::detail::make_eager_header(decoded.fields);
     if (std::memcmp(&again, arrival.get(), header_field_bytes) != 0) {
       fail("the header does not round-trip", imm, length);
     }
@@ -99,17 +99,17 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   // The re-encoded message decodes to the same fields and payload.
   const std::size_t payload_bytes = length - decoded.header_bytes;
   const std::uint32_t imm_again =
-      header ? lci::protocol::make_imm(type, 0, /*header=*/true) : lci::protocol::make_imm(type, value);
+      header ? lci::detail::make_imm(type, 0, /*header=*/true) : lci::detail::make_imm(type, value);
   std::unique_ptr<std::uint8_t[]> message(new std::uint8_t[length == 0 ? 1 : length]);
   if (header) {
-    const eager_header_t again = lci::protocol::make_eager_header(decoded.fields);
+    const eager_header_t again = lci::detail::make_eager_header(decoded.fields);
     std::memcpy(message.get(), &again, sizeof(again));
   }
   if (payload_bytes > 0) {
     std::memcpy(message.get() + decoded.header_bytes, arrival.get() + decoded.header_bytes, payload_bytes);
   }
   eager_arrival_t redecoded;
-  if (!lci::protocol::decode_eager_arrival(type, imm_again, message.get(), length, nbits_tag,
+  if (!lci::detail::decode_eager_arrival(type, imm_again, message.get(), length, nbits_tag,
                                            nbits_rcomp, &redecoded)) {
     fail("the re-encoded message is refused", imm, length);
   }

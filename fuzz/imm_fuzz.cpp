@@ -29,8 +29,8 @@
 
 namespace {
 
-using lci::protocol::msg_fields_t;
-using lci::protocol::msg_type_t;
+using lci::detail::msg_fields_t;
+using lci::detail::msg_type_t;
 
 constexpr std::size_t record_bytes = 22;
 constexpr std::size_t records_max = 256;
@@ -70,27 +70,27 @@ bool fits(std::uint64_t value, unsigned bits) { return bits >= 64 || (value >> b
 bool fields_fit(msg_type_t type, const msg_fields_t& fields, unsigned nbits_tag,
                 unsigned nbits_rcomp) {
   if (type == msg_type_t::eager_send) {
-    const unsigned engine_bits = lci::protocol::imm_value_bits - policy_bits - nbits_tag;
+    const unsigned engine_bits = lci::detail::imm_value_bits - policy_bits - nbits_tag;
     return fits(fields.tag, nbits_tag) && fits(fields.matching_engine_index, engine_bits);
   }
   return fits(fields.rcomp, nbits_rcomp) &&
-         fits(fields.tag, lci::protocol::imm_value_bits - nbits_rcomp);
+         fits(fields.tag, lci::detail::imm_value_bits - nbits_rcomp);
 }
 
 void check_word(std::uint32_t word, unsigned nbits_tag, unsigned nbits_rcomp) {
-  const msg_type_t type = lci::protocol::imm_type(word);
-  const std::uint32_t value = lci::protocol::imm_value(word);
-  const bool header = lci::protocol::imm_has_header(word);
-  if (value > lci::protocol::imm_value_max) fail("value over imm_value_max", word, nbits_tag, nbits_rcomp);
-  if (lci::protocol::make_imm(type, value, header) != word) {
+  const msg_type_t type = lci::detail::imm_type(word);
+  const std::uint32_t value = lci::detail::imm_value(word);
+  const bool header = lci::detail::imm_has_header(word);
+  if (value > lci::detail::imm_value_max) fail("value over imm_value_max", word, nbits_tag, nbits_rcomp);
+  if (lci::detail::make_imm(type, value, header) != word) {
     fail("make_imm(imm_type, imm_value, imm_has_header) is not the word", word, nbits_tag,
          nbits_rcomp);
   }
   if (!has_fields(type) || header) return;
   const msg_fields_t fields =
-      lci::protocol::unpack_imm_value(type, value, nbits_tag, nbits_rcomp);
+      lci::detail::unpack_imm_value(type, value, nbits_tag, nbits_rcomp);
   std::uint32_t packed = 0;
-  if (!lci::protocol::pack_imm_value(type, fields, nbits_tag, nbits_rcomp, &packed)) {
+  if (!lci::detail::pack_imm_value(type, fields, nbits_tag, nbits_rcomp, &packed)) {
     fail("unpacked fields do not pack again", word, nbits_tag, nbits_rcomp);
   }
   if (packed != value) fail("unpacked fields pack to another value", word, nbits_tag, nbits_rcomp);
@@ -109,16 +109,16 @@ void check_fields(const std::uint8_t* bytes, unsigned nbits_tag, unsigned nbits_
   const msg_type_t type = types[(bytes[17] >> 2) & 3];
   std::uint32_t value = 0;
   const bool packed =
-      lci::protocol::pack_imm_value(type, fields, nbits_tag, nbits_rcomp, &value);
-  const std::uint32_t word = lci::protocol::make_imm(type, value);
+      lci::detail::pack_imm_value(type, fields, nbits_tag, nbits_rcomp, &value);
+  const std::uint32_t word = lci::detail::make_imm(type, value);
   if (packed != fields_fit(type, fields, nbits_tag, nbits_rcomp)) {
     fail(packed ? "packed fields that do not fit" : "refused fields that fit", word, nbits_tag,
          nbits_rcomp);
   }
   if (!packed) return;
-  if (value > lci::protocol::imm_value_max) fail("packed value over 28 bits", word, nbits_tag, nbits_rcomp);
-  const msg_fields_t back = lci::protocol::unpack_imm_value(
-      lci::protocol::imm_type(word), lci::protocol::imm_value(word), nbits_tag, nbits_rcomp);
+  if (value > lci::detail::imm_value_max) fail("packed value over 28 bits", word, nbits_tag, nbits_rcomp);
+  const msg_fields_t back = lci::detail::unpack_imm_value(
+      lci::detail::imm_type(word), lci::detail::imm_value(word), nbits_tag, nbits_rcomp);
   if (!same_fields(type, fields, back)) fail("fields do not survive the immediate", word, nbits_tag, nbits_rcomp);
 }
 

@@ -122,14 +122,14 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     check<rtr_t>(
         arrival.get(), length,
         [](const void* b, std::size_t n, rtr_t* out) {
-          return lci::protocol::decode_rtr(b, n, out);
+          return lci::detail::decode_rtr(b, n, out);
         },
         rtr_acceptable);
   } else if (is_chunk) {
     check<rdv_chunk_t>(
         arrival.get(), length,
         [](const void* b, std::size_t n, rdv_chunk_t* out) {
-          return lci::protocol::decode_rdv_chunk(b, n, out);
+          return lci::detail::decode_rdv_chunk(b, n, out);
         },
         chunk_acceptable, /*min_extra=*/1);
   } else if (is_rma) {
@@ -137,7 +137,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     check<rma_rts_t>(
         arrival.get(), length,
         [size_max, &is_inline](const void* b, std::size_t n, rma_rts_t* out) {
-          return lci::protocol::decode_rma_rts(b, n, size_max, out, &is_inline);
+          return lci::detail::decode_rma_rts(b, n, size_max, out, &is_inline);
         },
         [size_max, length](const rma_rts_t& message) {
           return rma_rts_acceptable(message, size_max, length - sizeof(rma_rts_t));
@@ -153,7 +153,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     check<rts_t>(
         arrival.get(), length,
         [size_max](const void* b, std::size_t n, rts_t* out) {
-          return lci::protocol::decode_rts(b, n, size_max, out);
+          return lci::detail::decode_rts(b, n, size_max, out);
         },
         [size_max](const rts_t& rts) { return rts_acceptable(rts, size_max); });
   }

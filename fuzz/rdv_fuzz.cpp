@@ -36,7 +36,7 @@ namespace {
 
 using lci::detail::rdv_table_t;
 using lci::detail::request_t;
-using lci::protocol::msg_type_t;
+using lci::detail::msg_type_t;
 
 constexpr std::size_t events_max = 2048;
 
@@ -60,11 +60,11 @@ struct run_t {
   void add() {
     request_t* receive = receive_of(serial++);
     const std::uint32_t id = table.add(receive);
-    if (id > lci::protocol::imm_value_max) fail("an id over the immediate's 28 bits", id);
+    if (id > lci::detail::imm_value_max) fail("an id over the immediate's 28 bits", id);
     for (msg_type_t type : {msg_type_t::fin, msg_type_t::rdv_data}) {
-      const std::uint32_t imm = lci::protocol::make_imm(type, id);
-      if (lci::protocol::imm_type(imm) != type || lci::protocol::imm_value(imm) != id ||
-          lci::protocol::imm_has_header(imm)) {
+      const std::uint32_t imm = lci::detail::make_imm(type, id);
+      if (lci::detail::imm_type(imm) != type || lci::detail::imm_value(imm) != id ||
+          lci::detail::imm_has_header(imm)) {
         fail("an id does not survive the immediate", id);
       }
     }
@@ -77,7 +77,7 @@ struct run_t {
   // A FIN/rdv_data arrival with immediate data `imm` (its type already
   // checked).
   void arrive(std::uint32_t imm) {
-    const std::uint32_t id = lci::protocol::imm_value(imm);
+    const std::uint32_t id = lci::detail::imm_value(imm);
     request_t* expected = id < in_use.size() ? in_use[id] : nullptr;
     request_t* got = nullptr;
     try {
@@ -109,9 +109,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       case 2: {
         if (run.live_ids.empty()) break;
         const std::uint32_t id = run.live_ids[(byte >> 3) % run.live_ids.size()];
-        run.arrive(lci::protocol::make_imm(type, id));
+        run.arrive(lci::detail::make_imm(type, id));
         // Delivered twice (a duplicate from the network): refused now.
-        if ((byte & 0x80) != 0) run.arrive(lci::protocol::make_imm(type, id));
+        if ((byte & 0x80) != 0) run.arrive(lci::detail::make_imm(type, id));
         break;
       }
       default: {
@@ -119,13 +119,13 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         std::uint32_t imm = 0;
         for (int k = 0; k < 4; ++k) imm |= static_cast<std::uint32_t>(data[i + 1 + k]) << (8 * k);
         i += 4;
-        const msg_type_t arrived = lci::protocol::imm_type(imm);
+        const msg_type_t arrived = lci::detail::imm_type(imm);
         if (arrived == msg_type_t::fin || arrived == msg_type_t::rdv_data) run.arrive(imm);
         break;
       }
     }
   }
   // Whatever is still in use comes out exactly once.
-  while (!run.live_ids.empty()) run.arrive(lci::protocol::make_imm(msg_type_t::fin, run.live_ids.back()));
+  while (!run.live_ids.empty()) run.arrive(lci::detail::make_imm(msg_type_t::fin, run.live_ids.back()));
   return 0;
 }

@@ -10,7 +10,7 @@
 #include "backends/ibv/ibv_verbs_real.hpp"
 #include "lci/util/assert.hpp"
 
-namespace lci::backends::ibv {
+namespace lci::backend::ibv {
 
 namespace {
 
@@ -53,4 +53,4 @@ const backend::backend_entry_t& backend_entry() {
   return entry;
 }
 
-}  // namespace lci::backends::ibv
+}  // namespace lci::backend::ibv

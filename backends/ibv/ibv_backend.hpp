@@ -10,8 +10,8 @@
 
 #include "backends/backend_registry.hpp"
 
-namespace lci::backends::ibv {
+namespace lci::backend::ibv {
 
 const backend::backend_entry_t& backend_entry();
 
-}  // namespace lci::backends::ibv
+}  // namespace lci::backend::ibv

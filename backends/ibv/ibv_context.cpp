@@ -8,7 +8,7 @@
 #include "backends/ibv/ibv_device.hpp"
 #include "lci/util/assert.hpp"
 
-namespace lci::backends::ibv {
+namespace lci::backend::ibv {
 namespace {
 
 [[noreturn]] void throw_open(const verbs_t& verbs, const std::string& why) {
@@ -101,4 +101,4 @@ std::unique_ptr<backend::net_device_t> ibv_context_t::alloc_device(
   return std::make_unique<ibv_device_t>(*this, requested);
 }
 
-}  // namespace lci::backends::ibv
+}  // namespace lci::backend::ibv

@@ -25,7 +25,7 @@
 #include "backends/backend.hpp"
 #include "backends/ibv/ibv_verbs.hpp"
 
-namespace lci::backends::ibv {
+namespace lci::backend::ibv {
 
 // The bootstrap as the context needs it: an allgather of at most
 // allgather_bytes_max bytes per rank (all[r * bytes ...] gets rank r's), and
@@ -87,4 +87,4 @@ class ibv_context_t final : public backend::net_context_t {
   ibv_port_attr port_attr_{};
 };
 
-}  // namespace lci::backends::ibv
+}  // namespace lci::backend::ibv

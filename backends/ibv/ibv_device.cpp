@@ -13,7 +13,7 @@
 #include "backends/ibv/detail/ibv_device_detail.hpp"
 #include "lci/util/assert.hpp"
 
-namespace lci::backends::ibv {
+namespace lci::backend::ibv {
 
 using namespace detail;
 
@@ -204,8 +204,8 @@ void ibv_device_t::drain() {
     if (!busy) return;
     // Equivalent mutants: bound. drain_turns_max bounds a wait that a working
     // network ends long before; one turn more before declaring the sends stuck
-    // changes only when a hung network is reported (docs/verification.md, runs
-    // 42-47).
+    // changes only when a hung network is reported (tools/mutate_records/2026-11-28-runs-35-59.md,
+    // runs 42-47).
     LCI_ASSERT(turn < drain_turns_max, "an ibv device's sends never completed at destruction");
     (void)poll_locked(statuses, poll_batch_max);  // completions nobody waits for any more
     try {
@@ -271,4 +271,4 @@ void ibv_device_t::destroy_verbs_objects() {
   }
 }
 
-}  // namespace lci::backends::ibv
+}  // namespace lci::backend::ibv

@@ -99,7 +99,7 @@
 #include "lci/util/cache.hpp"
 #include "lci/util/spinlock.hpp"
 
-namespace lci::backends::ibv {
+namespace lci::backend::ibv {
 
 // Queue depths when the request leaves them 0; the completion queue holds
 // both (ibv_device_t).
@@ -332,4 +332,4 @@ class ibv_device_t final : public backend::net_device_t {
 static_assert(alignof(ibv_device_t) >= util::cache_line_bytes,
               "the device's try-locks sit on cache lines of their own");
 
-}  // namespace lci::backends::ibv
+}  // namespace lci::backend::ibv

@@ -10,7 +10,7 @@
 #include <stdexcept>
 #include <string>
 
-namespace lci::backends::ibv {
+namespace lci::backend::ibv {
 
 void ibv_device_t::resolve_ibv_attr(const backend::net_ibv_attr_t& requested) {
   using backend::net_ibv_odp_t;
@@ -108,4 +108,4 @@ void ibv_device_t::resolve_odp(const backend::net_ibv_attr_t& requested) {
   odp_access_ = IBV_ACCESS_ON_DEMAND;
 }
 
-}  // namespace lci::backends::ibv
+}  // namespace lci::backend::ibv

@@ -10,7 +10,7 @@
 #include "lci/util/assert.hpp"
 #include "lci/util/try_lock.hpp"
 
-namespace lci::backends::ibv {
+namespace lci::backend::ibv {
 
 using namespace detail;
 
@@ -55,7 +55,7 @@ std::size_t ibv_device_t::drain_settled(net_status_t* statuses, std::size_t stat
   while (count < statuses_max && dead_to_report_ > 0) {
     // Equivalent mutants: bound. While dead_to_report_ > 0 some peer is dead
     // and not yet reported, so the loop breaks at that peer before rank reaches
-    // peers_.size() (docs/verification.md, runs 42-47).
+    // peers_.size() (tools/mutate_records/2026-11-28-runs-35-59.md, runs 42-47).
     for (std::size_t rank = 0; rank < peers_.size(); ++rank) {
       peer_t& peer = peers_[rank];
       if (!is_dead(peer) || peer.dead_reported) continue;
@@ -97,7 +97,8 @@ bool ibv_device_t::take_send_error(const ibv_wc& wc, op_t* op, net_status_t* sta
       // Equivalent mutants: bound. probe_rounds_max tunes how many timed-out
       // probes in a row a silent peer is given; one round more declares the same
       // peer dead one probe timeout later, and a peer that answers resets the
-      // count either way. It bounds nothing else (docs/verification.md, runs 42-47).
+      // count either way. It bounds nothing else (tools/mutate_records/2026-11-28-runs-35-59.md,
+      // runs 42-47).
       if (channel.repair_rounds < probe_rounds_max) {
         ++channel.repair_rounds;
         channel.needs_repair.store(true, util::mo_relaxed);  // relaxed: see post_op()
@@ -113,7 +114,7 @@ bool ibv_device_t::take_send_error(const ibv_wc& wc, op_t* op, net_status_t* sta
   // Equivalent mutants: bound. repair_rounds_max tunes how many times a send
   // that timed out while its QP recovers is posted again before the peer
   // counts as unreachable; one round more reports the same fault one timeout
-  // later. It bounds nothing else (docs/verification.md, runs 42-47).
+  // later. It bounds nothing else (tools/mutate_records/2026-11-28-runs-35-59.md, runs 42-47).
   const bool not_yet = wc.status == IBV_WC_RETRY_EXC_ERR && channel.recovering &&
                        channel.repair_rounds < repair_rounds_max;
   if ((wc.status == IBV_WC_WR_FLUSH_ERR || not_yet) && !is_dead(peer)) {  // post it again later
@@ -230,7 +231,7 @@ std::size_t ibv_device_t::poll_locked(net_status_t* statuses, std::size_t status
   std::size_t count = drain_settled(statuses, statuses_max);
   int polled = 0;
   // Equivalent mutants: bound. At count == statuses_max the CQ is asked for
-  // no entries, and poll_cq reads none (docs/verification.md, runs 42-47).
+  // no entries, and poll_cq reads none (tools/mutate_records/2026-11-28-runs-35-59.md, runs 42-47).
   if (count < statuses_max) {
     ibv_wc wcs[poll_batch_max];
     const int wanted = static_cast<int>(std::min<std::size_t>(statuses_max - count, poll_batch_max));
@@ -251,4 +252,4 @@ std::size_t ibv_device_t::poll_locked(net_status_t* statuses, std::size_t status
   return count;
 }
 
-}  // namespace lci::backends::ibv
+}  // namespace lci::backend::ibv

@@ -10,7 +10,7 @@
 
 #include "backends/ibv/detail/ibv_device_detail.hpp"
 
-namespace lci::backends::ibv {
+namespace lci::backend::ibv {
 
 using namespace detail;
 
@@ -145,4 +145,4 @@ int ibv_device_t::rtr_to_rts(channel_t& channel) {
                               IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC);
 }
 
-}  // namespace lci::backends::ibv
+}  // namespace lci::backend::ibv

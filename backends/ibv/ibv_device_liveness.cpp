@@ -11,7 +11,7 @@
 #include "lci/util/assert.hpp"
 #include "lci/util/try_lock.hpp"
 
-namespace lci::backends::ibv {
+namespace lci::backend::ibv {
 
 using namespace detail;
 
@@ -23,7 +23,7 @@ void ibv_device_t::mark_dead(int rank) {
   // release: pairs with the acquire in post_op() [D].
   // Equivalent mutants: mo_weaken. Stronger than needed, as that acquire is:
   // a post that reads true uses nothing written before this store
-  // (docs/verification.md, runs 42-48).
+  // (tools/mutate_records/2026-11-28-runs-35-59.md, runs 42-48).
   peer.dead.store(true, util::mo_release);
   ++dead_to_report_;
   for (channel_t& channel : peer.channels) {
@@ -72,7 +72,7 @@ void ibv_device_t::check_async_events() {
 bool ibv_device_t::probe_next_peer() {
   // Equivalent mutants: bound. One try more wraps around to the rank the call
   // started at, which the round robin probes next anyway; the probe it may
-  // post there is the next call's (docs/verification.md, runs 42-47).
+  // post there is the next call's (tools/mutate_records/2026-11-28-runs-35-59.md, runs 42-47).
   for (std::size_t tries = 0; tries < peers_.size(); ++tries) {
     const std::size_t rank = probe_next_rank_;
     probe_next_rank_ = (probe_next_rank_ + 1) % peers_.size();
@@ -193,4 +193,4 @@ void ibv_device_t::say_goodbye() {
   }
 }
 
-}  // namespace lci::backends::ibv
+}  // namespace lci::backend::ibv

@@ -10,7 +10,7 @@
 #include "backends/ibv/detail/ibv_device_detail.hpp"
 #include "lci/util/assert.hpp"
 
-namespace lci::backends::ibv {
+namespace lci::backend::ibv {
 
 using namespace detail;
 
@@ -83,4 +83,4 @@ net_rmr_t ibv_device_t::get_rmr(net_mr_t mr) const {
   return rmr;
 }
 
-}  // namespace lci::backends::ibv
+}  // namespace lci::backend::ibv

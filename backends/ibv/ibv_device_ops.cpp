@@ -4,7 +4,7 @@
 
 #include "lci/util/assert.hpp"
 
-namespace lci::backends::ibv {
+namespace lci::backend::ibv {
 
 void ibv_device_t::op_list_t::push(op_t* op) {
   op->next = nullptr;
@@ -89,4 +89,4 @@ void ibv_device_t::release_op(op_t* op) {
   (op->is_recv ? freed_recvs_ : freed_sends_).push(op);  // any thread: no pool lock needed
 }
 
-}  // namespace lci::backends::ibv
+}  // namespace lci::backend::ibv

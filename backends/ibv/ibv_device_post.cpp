@@ -12,7 +12,7 @@
 #include "lci/util/assert.hpp"
 #include "lci/util/try_lock.hpp"
 
-namespace lci::backends::ibv {
+namespace lci::backend::ibv {
 
 using namespace detail;
 
@@ -128,7 +128,7 @@ error_t ibv_device_t::post_op(const char* what, const post_args_t& args) {
   // Equivalent mutants: mo_weaken. Stronger than needed: a post that finds the
   // peer dead reads nothing the poller wrote before marking it; it settles its
   // own op, which reaches the poller through settled_by_posts_, whose push and
-  // take_all order it [I] (docs/verification.md, runs 42-48).
+  // take_all order it [I] (tools/mutate_records/2026-11-28-runs-35-59.md, runs 42-48).
   if (peer.dead.load(util::mo_acquire)) {  // fails as every operation to that rank does
     op->fault = net_fault_t::peer_crashed;
     settled_by_posts_.push(op);
@@ -243,4 +243,4 @@ error_t ibv_device_t::post_get(int rank, void* buffer, std::size_t size, net_mr_
                               user_context});
 }
 
-}  // namespace lci::backends::ibv
+}  // namespace lci::backend::ibv

@@ -7,7 +7,7 @@
 
 #include "backends/ibv/ibv_verbs_real.hpp"
 
-namespace lci::backends::ibv {
+namespace lci::backend::ibv {
 
 probe_result_t probe(verbs_t& verbs) {
   probe_result_t result;
@@ -31,4 +31,4 @@ probe_result_t probe(verbs_t& verbs) {
 
 probe_result_t probe() { return probe(get_real_verbs()); }
 
-}  // namespace lci::backends::ibv
+}  // namespace lci::backend::ibv

@@ -13,7 +13,7 @@
 
 #include "backends/ibv/ibv_verbs.hpp"
 
-namespace lci::backends::ibv {
+namespace lci::backend::ibv {
 
 struct probe_result_t {
   std::vector<std::string> devices;
@@ -25,4 +25,4 @@ probe_result_t probe(verbs_t& verbs);
 // The devices libibverbs lists (get_real_verbs()).
 probe_result_t probe();
 
-}  // namespace lci::backends::ibv
+}  // namespace lci::backend::ibv

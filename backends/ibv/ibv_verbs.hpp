@@ -40,7 +40,7 @@
 #include <cstddef>
 #include <cstdint>
 
-namespace lci::backends::ibv {
+namespace lci::backend::ibv {
 
 class verbs_t {
  public:
@@ -115,4 +115,4 @@ class verbs_t {
   virtual int poll_async_event(ibv_context* context, ibv_async_event* event) = 0;
 };
 
-}  // namespace lci::backends::ibv
+}  // namespace lci::backend::ibv

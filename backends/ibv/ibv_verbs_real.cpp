@@ -5,7 +5,7 @@
 
 #include <cerrno>
 
-namespace lci::backends::ibv {
+namespace lci::backend::ibv {
 namespace {
 
 // Each method is one libibverbs call; nothing is added here, so that what
@@ -112,4 +112,4 @@ verbs_t& get_real_verbs() {
   return verbs;
 }
 
-}  // namespace lci::backends::ibv
+}  // namespace lci::backend::ibv

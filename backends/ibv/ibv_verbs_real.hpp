@@ -6,9 +6,9 @@
 
 #include "backends/ibv/ibv_verbs.hpp"
 
-namespace lci::backends::ibv {
+namespace lci::backend::ibv {
 
 // The process's table over libibverbs (stateless; one instance suffices).
 verbs_t& get_real_verbs();
 
-}  // namespace lci::backends::ibv
+}  // namespace lci::backend::ibv

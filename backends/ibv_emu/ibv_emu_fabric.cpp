@@ -16,7 +16,7 @@
 #include "sim/sim_prng.hpp"
 #include "sim/sim_scheduler.hpp"
 
-namespace lci::backends::ibv {
+namespace lci::backend::ibv_emu {
 namespace {
 
 // What an error completion carries in the fields the spec leaves undefined:
@@ -249,7 +249,7 @@ struct emu_fabric_t::impl_t {
   sim::prng_t wire_prng;
   sim::prng_t fault_prng;
   std::vector<hca_t> hcas;
-  std::vector<std::unique_ptr<verbs_t>> tables;
+  std::vector<std::unique_ptr<ibv::verbs_t>> tables;
   std::uint64_t now = 0;
   std::uint64_t events_count = 0;
   std::uint64_t hash = 0;
@@ -443,7 +443,7 @@ struct emu_fabric_t::impl_t {
     const ibv_gid_type type = options.gid_types[ah.grh.sgid_index];
     // Equivalent mutants: bound. HCA hcas_count does not exist: a GID
     // computed for it routes there, where find_peer() finds no peer, as it
-    // finds none for -1 (docs/verification.md, runs 42-47).
+    // finds none for -1 (tools/mutate_records/2026-11-28-runs-35-59.md, runs 42-47).
     for (int target = 0; target < options.hcas_count; ++target) {
       for (std::size_t index = 0; index < options.gid_types.size(); ++index) {
         const ibv_gid gid = gid_of(target, index);
@@ -467,7 +467,7 @@ struct emu_fabric_t::impl_t {
     const int hca = qp->dest_hca;
     // Equivalent mutants: bound. find_qp() looks the pair up in a map, which
     // holds no QP of HCA hcas_count: it returns null there as this test does
-    // (docs/verification.md, runs 42-47).
+    // (tools/mutate_records/2026-11-28-runs-35-59.md, runs 42-47).
     if (hca < 0 || hca >= options.hcas_count) return nullptr;
     emu_qp_t* peer = find_qp(hca, qp->dest_qp_num);
     if (peer == nullptr) return nullptr;
@@ -582,8 +582,8 @@ void emu_fabric_t::impl_t::deliver_head(emu_qp_t* qp) {
   LCI_ASSERT(qp->state == IBV_QPS_RTS, "a wire event of a QP not in RTS");
   // Equivalent mutants: bound. Strict already: a wire event is scheduled
   // only for the WR at next_index of a send queue that holds it, and
-  // next_index moves past a WR only when it takes effect (docs/verification.md,
-  // runs 42-47).
+  // next_index moves past a WR only when it takes effect
+  // (tools/mutate_records/2026-11-28-runs-35-59.md, runs 42-47).
   LCI_ASSERT(qp->next_index < qp->sq.size(), "a wire event with no WR waiting");
   const send_wqe_t& wqe = qp->sq[qp->next_index];
   emu_qp_t* peer = find_peer(qp);
@@ -881,7 +881,7 @@ void emu_fabric_t::impl_t::pace(emu_cq_t* cq) {
   ++paced_empty_polls;
   // Equivalent mutants: bound. paced_polls_max tunes when virtual time moves
   // without every polled CQ found empty; one empty poll more moves it one poll
-  // later, as a slower poller would (docs/verification.md, runs 42-47).
+  // later, as a slower poller would (tools/mutate_records/2026-11-28-runs-35-59.md, runs 42-47).
   if (paced_empty_polls < options.paced_polls_max) {
     const std::size_t waited_for = cqs.count_if([this](const emu_cq_t& other) {
       return other.polled_epoch + paced_epochs_kept >= pace_epoch &&
@@ -975,7 +975,7 @@ ibv_qp* emu_fabric_t::impl_t::create_qp(emu_pd_t* pd, ibv_qp_init_attr* init_att
 namespace {
 
 // One HCA's verbs table: each call takes the fabric's mutex.
-class hca_verbs_t final : public verbs_t {
+class hca_verbs_t final : public ibv::verbs_t {
  public:
   hca_verbs_t(emu_fabric_t::impl_t& fabric, int hca) : fabric_(fabric), hca_(hca) {}
 
@@ -1505,8 +1505,8 @@ int hca_verbs_t::destroy_qp(ibv_qp* qp) {
 
 emu_fabric_t::emu_fabric_t(const emu_options_t& options) : impl_(new impl_t(options)) {
   // Equivalent mutants: bound. A table for HCA hcas_count holds only its index
-  // and is never reached: verbs() refuses that index (docs/verification.md,
-  // runs 42-47).
+  // and is never reached: verbs() refuses that index
+  // (tools/mutate_records/2026-11-28-runs-35-59.md, runs 42-47).
   for (int hca = 0; hca < options.hcas_count; ++hca) {
     impl_->tables.push_back(std::make_unique<hca_verbs_t>(*impl_, hca));
   }
@@ -1514,7 +1514,7 @@ emu_fabric_t::emu_fabric_t(const emu_options_t& options) : impl_(new impl_t(opti
 
 emu_fabric_t::~emu_fabric_t() = default;
 
-verbs_t& emu_fabric_t::verbs(int hca) {
+ibv::verbs_t& emu_fabric_t::verbs(int hca) {
   LCI_ASSERT(hca >= 0 && hca < impl_->options.hcas_count, "no such emulated HCA");
   return *impl_->tables[static_cast<std::size_t>(hca)];
 }
@@ -1599,4 +1599,4 @@ std::string emu_fabric_t::describe() const {
   return out.str();
 }
 
-}  // namespace lci::backends::ibv
+}  // namespace lci::backend::ibv_emu

@@ -76,7 +76,7 @@
 
 #include "backends/ibv/ibv_verbs.hpp"
 
-namespace lci::backends::ibv {
+namespace lci::backend::ibv_emu {
 
 struct emu_options_t {
   int hcas_count = 2;
@@ -171,7 +171,7 @@ class emu_fabric_t {
 
   // The verbs table of HCA `hca` (in [0, hcas_count)): its device list holds
   // that one device ("emu<hca>").
-  verbs_t& verbs(int hca);
+  ibv::verbs_t& verbs(int hca);
   const emu_options_t& options() const;
 
   std::uint64_t now_ticks() const;
@@ -199,4 +199,4 @@ class emu_fabric_t {
   std::unique_ptr<impl_t> impl_;
 };
 
-}  // namespace lci::backends::ibv
+}  // namespace lci::backend::ibv_emu

@@ -4,7 +4,7 @@
 
 #include "lci/util/assert.hpp"
 
-namespace lci::backends::ofi {
+namespace lci::backend::ofi {
 
 address_ranks_t::address_ranks_t(const std::vector<fi_addr_t>& address_of_rank) {
   fi_addr_t address_last = 0;
@@ -18,4 +18,4 @@ address_ranks_t::address_ranks_t(const std::vector<fi_addr_t>& address_of_rank) 
   for (const fi_addr_t address : address_of_rank) rank_of_address_[address] = rank++;
 }
 
-}  // namespace lci::backends::ofi
+}  // namespace lci::backend::ofi

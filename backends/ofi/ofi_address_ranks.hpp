@@ -18,7 +18,7 @@
 
 #include <vector>
 
-namespace lci::backends::ofi {
+namespace lci::backend::ofi {
 
 // The largest AV table index a device accepts (a sanity bound: indices are
 // small integers, never pointers, with FI_AV_TABLE).
@@ -45,4 +45,4 @@ class address_ranks_t {
   std::vector<int> rank_of_address_;  // one past the largest address long
 };
 
-}  // namespace lci::backends::ofi
+}  // namespace lci::backend::ofi

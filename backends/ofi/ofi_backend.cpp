@@ -5,7 +5,7 @@
 #include "backends/ofi/ofi_context.hpp"
 #include "backends/ofi/ofi_device.hpp"
 
-namespace lci::backends::ofi {
+namespace lci::backend::ofi {
 
 namespace {
 
@@ -25,4 +25,4 @@ const backend::backend_entry_t& backend_entry() {
   return entry;
 }
 
-}  // namespace lci::backends::ofi
+}  // namespace lci::backend::ofi

@@ -6,8 +6,8 @@
 
 #include "backends/backend_registry.hpp"
 
-namespace lci::backends::ofi {
+namespace lci::backend::ofi {
 
 const backend::backend_entry_t& backend_entry();
 
-}  // namespace lci::backends::ofi
+}  // namespace lci::backend::ofi

@@ -21,7 +21,7 @@
 #include "lci/util/assert.hpp"
 #include "lci/util/try_lock.hpp"
 
-namespace lci::backends::ofi {
+namespace lci::backend::ofi {
 
 namespace {
 
@@ -251,4 +251,4 @@ bool put_imm_capable(const fi_info* info) {
   return info->domain_attr->cq_data_size >= sizeof(std::uint64_t);
 }
 
-}  // namespace lci::backends::ofi
+}  // namespace lci::backend::ofi

@@ -52,7 +52,7 @@
 struct fi_info;
 struct fid_fabric;
 
-namespace lci::backends::ofi {
+namespace lci::backend::ofi {
 
 // Tried in order when no provider is named.
 inline constexpr const char* default_provider_names[] = {"shm", "tcp;ofi_rxm"};
@@ -111,4 +111,4 @@ class ofi_context_t final : public backend::net_context_t {
   std::uint32_t devices_count_ = 0;   // under alloc_lock_
 };
 
-}  // namespace lci::backends::ofi
+}  // namespace lci::backend::ofi

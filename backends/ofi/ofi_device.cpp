@@ -23,7 +23,7 @@
 #include "lci/util/assert.hpp"
 #include "lci/util/atomic.hpp"
 
-namespace lci::backends::ofi {
+namespace lci::backend::ofi {
 
 namespace detail {
 
@@ -227,9 +227,9 @@ std::unique_ptr<ofi_device_t> make_device(const fi_info* info, fid_fabric* fabri
                                                      native_put_imm, requested);
 }
 
-}  // namespace lci::backends::ofi
+}  // namespace lci::backend::ofi
 
-namespace lci::backends::ofi::test_hooks {
+namespace lci::backend::ofi::test_hooks {
 
 namespace {
 // Function-local: a test library's static initializer may set it before
@@ -245,4 +245,4 @@ util::atomic<bool>& remote_rma_context_flag() {
 void force_remote_rma_context(bool on) { remote_rma_context_flag().store(on, util::mo_relaxed); }
 bool remote_rma_context_forced() { return remote_rma_context_flag().load(util::mo_relaxed); }
 
-}  // namespace lci::backends::ofi::test_hooks
+}  // namespace lci::backend::ofi::test_hooks

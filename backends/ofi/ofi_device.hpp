@@ -41,7 +41,7 @@
 struct fi_info;
 struct fid_fabric;
 
-namespace lci::backends::ofi {
+namespace lci::backend::ofi {
 
 // Defaults for fields of the requested attributes left 0.
 inline constexpr std::size_t net_max_sends_default = 256;
@@ -74,4 +74,4 @@ std::unique_ptr<ofi_device_t> make_device(const fi_info* info, fid_fabric* fabri
                                           bool native_put_imm,
                                           const backend::net_device_attr_t& requested);
 
-}  // namespace lci::backends::ofi
+}  // namespace lci::backend::ofi

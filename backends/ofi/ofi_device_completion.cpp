@@ -16,7 +16,7 @@
 #include "lci/util/assert.hpp"
 #include "lci/util/try_lock.hpp"
 
-namespace lci::backends::ofi::detail {
+namespace lci::backend::ofi::detail {
 
 namespace {
 
@@ -322,4 +322,4 @@ bool ofi_device_impl_t::translate_multi_recv_error_locked(const fi_cq_err_entry&
       std::to_string(attr_.multi_recv_min_free) + " bytes, may not fit: a sender's misuse)");
 }
 
-}  // namespace lci::backends::ofi::detail
+}  // namespace lci::backend::ofi::detail

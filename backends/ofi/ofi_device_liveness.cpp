@@ -15,7 +15,7 @@
 #include "backends/ofi/ofi_repost_limits.hpp"
 #include "lci/util/assert.hpp"
 
-namespace lci::backends::ofi::detail {
+namespace lci::backend::ofi::detail {
 
 namespace {
 
@@ -234,4 +234,4 @@ void ofi_device_impl_t::check_peers_locked() {
   }
 }
 
-}  // namespace lci::backends::ofi::detail
+}  // namespace lci::backend::ofi::detail

@@ -15,7 +15,7 @@
 #include "lci/util/assert.hpp"
 #include "lci/util/spinlock.hpp"
 
-namespace lci::backends::ofi::detail {
+namespace lci::backend::ofi::detail {
 
 std::uint64_t ofi_device_impl_t::remote_address(net_rmr_t rmr, std::uint64_t offset) const {
   // FI_MR_VIRT_ADDR: the target's virtual address; otherwise an offset from
@@ -79,4 +79,4 @@ net_rmr_t ofi_device_impl_t::get_rmr(net_mr_t mr) const {
   return rmr;
 }
 
-}  // namespace lci::backends::ofi::detail
+}  // namespace lci::backend::ofi::detail

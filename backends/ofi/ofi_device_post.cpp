@@ -18,7 +18,7 @@
 #include "lci/util/assert.hpp"
 #include "lci/util/try_lock.hpp"
 
-namespace lci::backends::ofi::detail {
+namespace lci::backend::ofi::detail {
 
 namespace {
 
@@ -304,4 +304,4 @@ error_t ofi_device_impl_t::post_get(int rank, void* buffer, std::size_t size, ne
                    0, user_context, false});
 }
 
-}  // namespace lci::backends::ofi::detail
+}  // namespace lci::backend::ofi::detail

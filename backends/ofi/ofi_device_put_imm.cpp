@@ -15,7 +15,7 @@
 #include "backends/ofi/detail/ofi_device_impl.hpp"
 #include "lci/util/assert.hpp"
 
-namespace lci::backends::ofi::detail {
+namespace lci::backend::ofi::detail {
 
 namespace {
 
@@ -91,4 +91,4 @@ void ofi_device_impl_t::post_notice_recv_locked(op_t* op) {
   ops_.push_deferred(op);
 }
 
-}  // namespace lci::backends::ofi::detail
+}  // namespace lci::backend::ofi::detail

@@ -6,7 +6,7 @@
 
 #include "lci/util/assert.hpp"
 
-namespace lci::backends::ofi {
+namespace lci::backend::ofi {
 
 namespace {
 std::size_t index_of(op_pool_t pool) { return static_cast<std::size_t>(pool); }
@@ -145,4 +145,4 @@ std::size_t op_table_t::fail_posted_to(int rank, backend::net_fault_t fault) {
 
 std::size_t op_table_t::capacity(op_pool_t pool) const { return sizes_[index_of(pool)]; }
 
-}  // namespace lci::backends::ofi
+}  // namespace lci::backend::ofi

@@ -48,7 +48,7 @@
 
 #include "backends/backend.hpp"
 
-namespace lci::backends::ofi {
+namespace lci::backend::ofi {
 
 enum class op_pool_t : std::uint8_t { send, recv, notice };
 inline constexpr std::size_t op_pools_count = 3;
@@ -162,4 +162,4 @@ class op_table_t {
   fifo_t deferred_;
 };
 
-}  // namespace lci::backends::ofi
+}  // namespace lci::backend::ofi

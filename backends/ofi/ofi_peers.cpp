@@ -14,7 +14,7 @@
 
 #include "lci/util/assert.hpp"
 
-namespace lci::backends::ofi {
+namespace lci::backend::ofi {
 
 namespace {
 
@@ -98,4 +98,4 @@ bool peer_table_t::is_alive(int rank) const {
   return state != 'Z' && state != 'X' && state != '?';
 }
 
-}  // namespace lci::backends::ofi
+}  // namespace lci::backend::ofi

@@ -25,7 +25,7 @@
 
 #include "lci/bootstrap/bootstrap.hpp"
 
-namespace lci::backends::ofi {
+namespace lci::backend::ofi {
 
 namespace detail {
 
@@ -54,4 +54,4 @@ class peer_table_t {
   std::vector<pid_t> local_pids_;
 };
 
-}  // namespace lci::backends::ofi
+}  // namespace lci::backend::ofi

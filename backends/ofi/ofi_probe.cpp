@@ -5,7 +5,7 @@
 
 #include <algorithm>
 
-namespace lci::backends::ofi {
+namespace lci::backend::ofi {
 
 probe_result_t probe() {
   probe_result_t result;
@@ -38,4 +38,4 @@ probe_result_t probe() {
   return result;
 }
 
-}  // namespace lci::backends::ofi
+}  // namespace lci::backend::ofi

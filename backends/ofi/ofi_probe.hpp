@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-namespace lci::backends::ofi {
+namespace lci::backend::ofi {
 
 struct probe_result_t {
   unsigned version_major = 0;
@@ -22,4 +22,4 @@ struct probe_result_t {
 
 probe_result_t probe();
 
-}  // namespace lci::backends::ofi
+}  // namespace lci::backend::ofi

@@ -15,7 +15,7 @@
 #include "backends/backend.hpp"
 #include "backends/ofi/ofi_op_table.hpp"
 
-namespace lci::backends::ofi {
+namespace lci::backend::ofi {
 
 // Times an operation whose connection broke is posted again (the device
 // waits before each, longer each time: ofi_device_liveness.cpp).
@@ -41,4 +41,4 @@ inline bool within_repost_limits(const op_t& op) {
   return op.length <= send_repost_size_max;
 }
 
-}  // namespace lci::backends::ofi
+}  // namespace lci::backend::ofi

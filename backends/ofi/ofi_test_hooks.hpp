@@ -11,7 +11,7 @@
 // Allocation:    none.
 #pragma once
 
-namespace lci::backends::ofi::test_hooks {
+namespace lci::backend::ofi::test_hooks {
 
 // on: every target-side RMA completion a device constructed afterwards
 // reads from its CQ gets op_context 0x1, as shm of libfabric 1.17
@@ -19,4 +19,4 @@ namespace lci::backends::ofi::test_hooks {
 void force_remote_rma_context(bool on);
 bool remote_rma_context_forced();
 
-}  // namespace lci::backends::ofi::test_hooks
+}  // namespace lci::backend::ofi::test_hooks

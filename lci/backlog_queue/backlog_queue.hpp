@@ -125,7 +125,7 @@ class backlog_queue_t {
     std::vector<T> wider(2 * ring_.size());
     // Equivalent mutants: bound. One more lap moves the oldest entry's
     // moved-from slot to wider[count_], the slot the push that called grow()
-    // writes next (docs/verification.md, run 59).
+    // writes next (tools/mutate_records/2026-11-28-runs-35-59.md, run 59).
     for (std::size_t i = 0; i < count_; ++i) {
       // (Broken variant, tests/backlog_queue: copy the slots as they lie,
       // not from the oldest entry on, which reorders a wrapped ring.)

@@ -143,7 +143,7 @@ basic_faa_array_t<Value>::basic_faa_array_t(std::size_t capacity)
   LCI_ASSERT(capacity > 0, "faa_array_t capacity must be positive");
   // Unreachable mutants: bound. The mutant differs only for capacity == 2^32, which the
   // slot array above (16 bytes a slot: 64 GiB) has already had to allocate; nothing here
-  // can (docs/verification.md, run 10).
+  // can (tools/mutate_records/2026-11-27-runs-05-28.md, run 10).
   LCI_ASSERT(capacity <= capacity_max, "faa_array_t capacity too large");
   for (std::size_t i = 0; i < slots_count_; ++i) {
     // relaxed: the queue is not shared yet.
@@ -176,7 +176,8 @@ template <typename Value>
 bool basic_faa_array_t<Value>::take_push_ticket(std::uint64_t& ticket) {
   // Equivalent mutants: mo_weaken. Acquire would do: a stale, smaller tail fails the CAS [A]
   // and a full answer from it holds at [A2]; acquire orders the push that wrote this tail
-  // before [A2], so head is not older than that push saw (docs/verification.md, run 5).
+  // before [A2], so head is not older than that push saw
+  // (tools/mutate_records/2026-11-27-runs-05-28.md, run 5).
   std::uint64_t tail = tail_.value.load(util::mo_seq_cst);  // [A1] see above
   // Lock-free: a round repeats only when tail_ moved, i.e. another push took
   // a ticket.
@@ -187,8 +188,8 @@ bool basic_faa_array_t<Value>::take_push_ticket(std::uint64_t& ticket) {
         util::mutated("faa_array_relaxed_full_head") ? util::mo_relaxed : util::mo_seq_cst);  // [A2]
     if (head > tail) {
       // tail_ moved on between [A1] and [A2]: head_ never passes tail_.
-      // Equivalent mutants: mo_weaken. Acquire would do, as for [A1] (docs/verification.md,
-      // run 5).
+      // Equivalent mutants: mo_weaken. Acquire would do, as for [A1]
+      // (tools/mutate_records/2026-11-27-runs-05-28.md, run 5).
       tail = tail_.value.load(util::mo_seq_cst);  // [A1] again, see above
       continue;
     }
@@ -197,7 +198,7 @@ bool basic_faa_array_t<Value>::take_push_ticket(std::uint64_t& ticket) {
     // [A] On failure the CAS reloads tail (as [A1]) and we read head_ again.
     // Equivalent mutants: cas_weak, cas_failure. A spurious failure, or a failure value read
     // with acquire, is only the next lap's [A1] guess, which this CAS validates
-    // (docs/verification.md, run 5).
+    // (tools/mutate_records/2026-11-27-runs-05-28.md, run 5).
     if (tail_.value.compare_exchange_strong(tail, tail + 1, util::mo_seq_cst,
                                             util::mo_seq_cst)) {
       ticket = tail;
@@ -211,7 +212,8 @@ bool basic_faa_array_t<Value>::take_pop_ticket(std::uint64_t& ticket) {
   // seq_cst: see take_push_ticket().
   // Equivalent mutants: mo_weaken. Acquire would do: a stale, smaller head fails the CAS [B]
   // and an empty answer from it holds at [B2]; acquire orders the pop that wrote this head
-  // before [B2], so head <= tail below holds (docs/verification.md, run 5).
+  // before [B2], so head <= tail below holds (tools/mutate_records/2026-11-27-runs-05-28.md,
+  // run 5).
   std::uint64_t head = head_.value.load(util::mo_seq_cst);  // [B1]
   // Lock-free: a round repeats only when head_ moved, i.e. another pop took
   // a ticket.
@@ -229,7 +231,7 @@ bool basic_faa_array_t<Value>::take_pop_ticket(std::uint64_t& ticket) {
     if (tail - head <= values_min) return false;  // empty at [B2]
     // [B] On failure the CAS reloads head (as [B1]) and we read tail_ again.
     // Equivalent mutants: cas_weak, cas_failure. As for [A]: the failure value is only the
-    // next lap's [B1] guess (docs/verification.md, run 5).
+    // next lap's [B1] guess (tools/mutate_records/2026-11-27-runs-05-28.md, run 5).
     if (head_.value.compare_exchange_strong(head, head + 1, util::mo_seq_cst,
                                             util::mo_seq_cst)) {
       ticket = head;
@@ -272,7 +274,8 @@ bool basic_faa_array_t<Value>::pop(Value& out) {
   // pushed.)
   if (util::mutated("faa_array_no_pop_admission")) {
     // Equivalent mutants: mo_weaken, mo_to_relaxed. Dead code outside this broken variant,
-    // whose targets tools/mutate does not run (docs/verification.md, run 5).
+    // whose targets tools/mutate does not run (tools/mutate_records/2026-11-27-runs-05-28.md,
+    // run 5).
     ticket = head_.value.fetch_add(1, util::mo_seq_cst);  // seq_cst: as [B]
   } else if (!take_pop_ticket(ticket)) {
     return false;

@@ -126,7 +126,7 @@ inline void lcrq_t::push(void* value) {
       // reclaimer's hazard scan needs (advance_head()).
       // Equivalent mutants: cas_weak, cas_failure. The failure value is discarded, and a
       // spurious failure leaves the help to the next lap, which re-reads tail_segment_
-      // (docs/verification.md, run 5).
+      // (tools/mutate_records/2026-11-27-runs-05-28.md, run 5).
       tail_segment_.value.compare_exchange_strong(
           expected, next, util::mo_seq_cst, util::mo_seq_cst);
     } else if (segment->enqueue(value) || append(segment, value)) {
@@ -152,7 +152,8 @@ inline bool lcrq_t::append(segment_t* closed, void* value) {
                                               : util::mo_seq_cst;
   // Equivalent mutants: cas_weak, cas_failure. A spurious failure returns false and the
   // pusher retries from the tail, as when another append won; the failure value feeds only
-  // the debug assertion below, which would flag that case (docs/verification.md, run 5).
+  // the debug assertion below, which would flag that case
+  // (tools/mutate_records/2026-11-27-runs-05-28.md, run 5).
   if (!closed->next().compare_exchange_strong(expected, fresh, link_order,
                                               util::mo_seq_cst)) {
     LCI_DEBUG_ASSERT(expected != nullptr, "strong CAS failed spuriously");
@@ -163,7 +164,7 @@ inline bool lcrq_t::append(segment_t* closed, void* value) {
   // seq_cst: as a pusher's help in push().
   // Equivalent mutants: cas_weak, cas_failure. The failure value is discarded; after a
   // spurious failure the next push helps the tail forward, or advance_head() does before
-  // the head passes `closed` (docs/verification.md, run 5).
+  // the head passes `closed` (tools/mutate_records/2026-11-27-runs-05-28.md, run 5).
   tail_segment_.value.compare_exchange_strong(
       tail_expected, fresh, util::mo_seq_cst, util::mo_seq_cst);
   return true;
@@ -207,14 +208,14 @@ inline void lcrq_t::advance_head(segment_t* drained, segment_t* next,
   // (//tests/cq:cq_litmus_test, the old tail's protection).
   // Equivalent mutants: cas_weak. A spurious failure leaves the tail on `drained`, which it
   // can be only while the pusher that appended `next` has yet to move it, and that pusher
-  // protects `drained` until then (docs/verification.md, run 5).
+  // protects `drained` until then (tools/mutate_records/2026-11-27-runs-05-28.md, run 5).
   tail_segment_.value.compare_exchange_strong(
       tail_expected, next, util::mo_seq_cst, util::mo_seq_cst);
   segment_t* head_expected = drained;
   // seq_cst: the unlink of [H]; it precedes the hazard scan in retire().
   // Equivalent mutants: cas_weak, cas_failure. The failure value is discarded; after a
   // spurious failure the pop's next lap finds `drained` again and retries the advance
-  // (docs/verification.md, run 5).
+  // (tools/mutate_records/2026-11-27-runs-05-28.md, run 5).
   if (head_segment_.value.compare_exchange_strong(
           head_expected, next, util::mo_seq_cst, util::mo_seq_cst)) {
     pool_.retire(drained, hazards_, slot);  // we never touch drained again

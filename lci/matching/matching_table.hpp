@@ -293,7 +293,7 @@ class table_t {
     LCI_ASSERT(count >= 1, "append to a free slot");
     // Equivalent mutants: bound. Strict already: the one caller, insert_locked(), appends
     // only after reading values_count < slot_values_count_max under the same bucket lock
-    // (docs/verification.md, run 7).
+    // (tools/mutate_records/2026-11-27-runs-05-28.md, run 7).
     LCI_ASSERT(count < detail::slot_values_count_max, "append to a full slot");
     bucket.values[slot][count].store(value);
     bucket.values_count[slot].store(static_cast<std::uint8_t>(count + 1));
@@ -309,7 +309,8 @@ class table_t {
     const matching_entry_val_t oldest = bucket.values[slot][taken].load();
     // Equivalent mutants: bound. Same behaviour: the extra lap's copy into values[count - 1]
     // is overwritten with nullptr next, under the bucket lock; at a full slot it reads one
-    // past the slot's array, still inside the bucket (docs/verification.md, run 7).
+    // past the slot's array, still inside the bucket
+    // (tools/mutate_records/2026-11-27-runs-05-28.md, run 7).
     for (std::uint8_t i = taken + 1; i < count; ++i) {
       bucket.values[slot][i - 1].store(bucket.values[slot][i].load());
     }
@@ -374,7 +375,7 @@ class table_t {
     const matching_entry_val_t oldest = head->values[taken].load();
     // Equivalent mutants: bound. Same behaviour, as in take_inline_oldest(): the extra copy is
     // overwritten with nullptr next; the one-past read stays inside the node
-    // (docs/verification.md, run 7).
+    // (tools/mutate_records/2026-11-27-runs-05-28.md, run 7).
     for (std::uint8_t i = taken + 1; i < count; ++i) {
       head->values[i - 1].store(head->values[i].load());
     }

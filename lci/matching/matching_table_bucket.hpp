@@ -102,7 +102,8 @@ class overflow_pool_t {
         nodes_count_(nodes_count) {
     // Unreachable mutants: bound. The mutant differs only for a pool of exactly
     // nodes_count_max nodes (256 GiB of cache-line nodes, allocated above), which no machine
-    // here builds; callers meet the table's own check first (docs/verification.md, run 7b).
+    // here builds; callers meet the table's own check first
+    // (tools/mutate_records/2026-11-27-runs-05-28.md, run 7b).
     LCI_ASSERT(nodes_count <= nodes_count_max, "overflow pool too large");
     // Not yet shared: link node i to node i + 1, node 0 at the head.
     for (std::size_t i = 0; i < nodes_count; ++i) {
@@ -134,7 +135,7 @@ class overflow_pool_t {
       if (index == index_none) return nullptr;
       // Equivalent mutants: bound. The check is strict already: head_ and the links hold only
       // node indices (construction's i + 1 below the count, push's offsets checked there) or
-      // index_none, tested above (docs/verification.md, run 7b).
+      // index_none, tested above (tools/mutate_records/2026-11-27-runs-05-28.md, run 7b).
       LCI_ASSERT(index < nodes_count_, "free list index out of range");
       // relaxed: ordered by the acquire above; if the node was popped and
       // pushed again since, head's tag changed and the CAS below fails.
@@ -176,11 +177,12 @@ class overflow_pool_t {
     std::size_t count = 0;
     // acquire: pairs with [P2]; quiescent, so this is the final head.
     // Equivalent mutants: mo_weaken. Relaxed would do: whatever made the pool quiescent (a
-    // join, a lock) already orders the last push before this load (docs/verification.md,
-    // run 2a).
+    // join, a lock) already orders the last push before this load
+    // (tools/mutate_records/2026-11-26-runs-01-04.md, run 2a).
     std::uint32_t index = index_of(head_.word.load(mo_acquire));
     while (index != index_none) {
-      // Equivalent mutants: bound. Strict already, as in pop() (docs/verification.md, run 7b).
+      // Equivalent mutants: bound. Strict already, as in pop()
+      // (tools/mutate_records/2026-11-27-runs-05-28.md, run 7b).
       LCI_ASSERT(index < nodes_count_, "free list index out of range");
       ++count;
       LCI_ASSERT(count <= nodes_count_, "free list has a cycle");

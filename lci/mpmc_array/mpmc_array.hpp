@@ -140,7 +140,8 @@ class mpmc_array_t {
     storage_t* storage = storage_.load(util::mo_relaxed);
     if (index >= storage->capacity) storage = grow(storage, index);
     // Equivalent mutants: bound. Strict already: it asserts what the line above establishes,
-    // which the tests of that line and of grow() check (docs/verification.md, run 6).
+    // which the tests of that line and of grow() check
+    // (tools/mutate_records/2026-11-27-runs-05-28.md, run 6).
     LCI_ASSERT(index < storage->capacity, "grow() made room for index");
     // release: pairs with the acquire load [R] in get() [W].
     storage->slots[index].store(
@@ -158,10 +159,10 @@ class mpmc_array_t {
     std::size_t capacity = old_storage->capacity;
     while (capacity <= index) capacity *= 2;
     // Equivalent mutants: bound. At equality the clamp assigns the value capacity already has
-    // (docs/verification.md, run 6).
+    // (tools/mutate_records/2026-11-27-runs-05-28.md, run 6).
     if (capacity > capacity_max_) capacity = capacity_max_;
     // Equivalent mutants: bound. Strict already: the loop above and the caller's check
-    // index < capacity_max_ establish it (docs/verification.md, run 6).
+    // index < capacity_max_ establish it (tools/mutate_records/2026-11-27-runs-05-28.md, run 6).
     LCI_ASSERT(capacity > index, "capacity_max was checked by the caller");
     storage_t* storage = storage_t::create(capacity, default_value_, old_storage);
     // The broken variant forgets the last slot of the old array.

@@ -127,7 +127,8 @@ bool global_initialized() {
   // count, and what a caller reads once the bracket is open (the host's
   // network context, get_rank_me) is published by the host's own creation,
   // a function-local static's thread-safe initialization.
-  // Equivalent mutants: mo_weaken. Relaxed would do, as above (docs/verification.md).
+  // Equivalent mutants: mo_weaken. Relaxed would do, as above
+  // (tools/mutate_records/2026-11-28-runs-29-36.md).
   return g_global_initialize_count.load(util::mo_acquire) > 0;
 }
 
@@ -136,7 +137,7 @@ bool global_initialized() {
 void global_initialize() {
   // release: pairs with the acquire in detail::global_initialized().
   // Equivalent mutants: mo_weaken. Relaxed would do, as for that acquire: the count is all
-  // this publishes (docs/verification.md).
+  // this publishes (tools/mutate_records/2026-11-28-runs-29-36.md).
   detail::g_global_initialize_count.fetch_add(1, util::mo_release);
 }
 
@@ -147,7 +148,8 @@ void global_finalize() {
   do {
     if (open <= 0) throw std::logic_error("global_finalize: no global_initialize is open");
     // Equivalent mutants: mo_weaken, mo_to_relaxed. The count is the only state the bracket
-    // has, and a CAS reads its latest value whatever its order (docs/verification.md).
+    // has, and a CAS reads its latest value whatever its order
+    // (tools/mutate_records/2026-11-28-runs-29-36.md).
   } while (!detail::g_global_initialize_count.compare_exchange_weak(open, open - 1,
                                                                     util::mo_acq_rel,
                                                                     util::mo_relaxed));

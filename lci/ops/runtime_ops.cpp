@@ -155,7 +155,7 @@ std::size_t get_max_bcopy_size_x::call_impl(packet_pool_t packet_pool, runtime_t
   // A header may lead the payload when the tag does not fit the immediate
   // (device_impl_t::bcopy_size_max() says the same for a device's pool).
   return detail::resolve_packet_pool(rt, packet_pool).attr.packet_size -
-         sizeof(lci::protocol::eager_header_t);
+         sizeof(detail::eager_header_t);
 }
 
 // ---- network contexts ----
@@ -256,7 +256,8 @@ mr_t register_memory_x::call_impl(void* address, std::size_t size, device_t devi
   };
   // Equivalent mutants: bound. attempts_max (1024, not part of the API) only bounds how long
   // a refusal is waited out before register_memory gives up; one attempt more is the same
-  // contract with a limit of 1025 (docs/verification.md).
+  // contract with a limit of 1025
+  // (tools/mutate_records/2026-11-28-runs-35-59.md, runs 35, 38, 39).
   for (; !taken && attempt < attempts_max; ++attempt) {
     wait_for_registrations();
     taken = d.accounting().take_standing_registration();

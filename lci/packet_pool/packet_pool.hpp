@@ -199,7 +199,8 @@ inline void* pool_t::hand_out(packet_header_t* packet, std::uint32_t home_index)
   // exchange in put() [S].
   // Equivalent mutants: mo_weaken, mo_to_relaxed. Relaxed would do: the check needs only the
   // exchange's atomicity (it reads the latest state whatever its order); the deque lock
-  // orders the packet, as in the release build below (docs/verification.md, run 2a).
+  // orders the packet, as in the release build below
+  // (tools/mutate_records/2026-11-26-runs-01-04.md, run 2a).
   const std::uint8_t state = packet->state.exchange(
       static_cast<std::uint8_t>(packet_state_t::out), util::mo_acq_rel);
 #else
@@ -233,7 +234,7 @@ inline void pool_t::put(void* payload) {
   // acq_rel [S]: pairs with the exchange in get() and with a racing put.
   // Equivalent mutants: mo_weaken, mo_to_relaxed. Relaxed would do, as in get(): only the
   // exchange's atomicity matters; the deque lock or the caller's hand-off orders the packet
-  // (docs/verification.md, run 2a).
+  // (tools/mutate_records/2026-11-26-runs-01-04.md, run 2a).
   const std::uint8_t state = packet->state.exchange(
       static_cast<std::uint8_t>(packet_state_t::in_pool), util::mo_acq_rel);
 #else
@@ -287,7 +288,8 @@ inline packet_header_t* pool_t::checked_header_of(void* payload) const {
   const std::size_t packet_index = packet->packet_index;
   // Equivalent mutants: bound. At packet_index == packets_count_, header_at() is one stride
   // past the block, never `packet` (confined to the block above); the `<` matters for a
-  // larger, corrupted index whose index * stride wraps around (docs/verification.md, run 9).
+  // larger, corrupted index whose index * stride wraps around
+  // (tools/mutate_records/2026-11-27-runs-05-28.md, run 9).
   LCI_ASSERT(packet_index < packets_count_ && header_at(packet_index) == packet,
              "put: pointer is not a packet of this pool (not a payload start)");
   return packet;
@@ -313,7 +315,7 @@ inline packet_header_t* pool_t::steal_into(deque_t& own, std::uint32_t own_index
   }
   if (victim_index == deque_index_none) return nullptr;  // registration in flight
   // Equivalent mutants: bound. Strict already: the active list holds only registered deque
-  // indices, each below deques_count_max_ (docs/verification.md, run 9).
+  // indices, each below deques_count_max_ (tools/mutate_records/2026-11-27-runs-05-28.md, run 9).
   LCI_ASSERT(victim_index != own_index && victim_index < deques_count_max_,
              "steal: bad victim index");
   deque_t& victim = deques_[victim_index];
@@ -334,7 +336,8 @@ inline packet_header_t* pool_t::steal_into(deque_t& own, std::uint32_t own_index
 // now; if not, the next remote put tries again.
 inline void pool_t::return_excess(deque_t& own, std::uint32_t home_index) {
   // Equivalent mutants: bound. Strict already: a packet's home is the folded deque index of
-  // the thread that got it, or the constructor's (docs/verification.md, run 9).
+  // the thread that got it, or the constructor's (tools/mutate_records/2026-11-27-runs-05-28.md,
+  // run 9).
   LCI_ASSERT(home_index < deques_count_max_, "return: bad home deque index");
   deque_t& home = deques_[home_index];
   LCI_ASSERT(&home != &own, "return: home is the own deque");
@@ -345,7 +348,8 @@ inline void pool_t::return_excess(deque_t& own, std::uint32_t home_index) {
       static_cast<std::uint32_t>(packet_return_threshold_ / 2);
   const std::uint32_t own_count = own.size();
   // Equivalent mutants: bound. Strict already: put() returns packets only from a deque over
-  // packet_return_threshold_, which is at least keep_count (docs/verification.md, run 9).
+  // packet_return_threshold_, which is at least keep_count
+  // (tools/mutate_records/2026-11-27-runs-05-28.md, run 9).
   LCI_ASSERT(own_count > keep_count, "return: nothing in excess");
   deque_t::move_head_to_tail(own, home, own_count - keep_count);
   if (lock_home) home.lock.unlock();
@@ -365,7 +369,8 @@ inline pool_t::pool_t(std::size_t packet_size_bytes, std::size_t packets_count,
   LCI_ASSERT(packet_size_bytes <= packet_size_bytes_max, "packet_size_bytes over the limit");
   LCI_ASSERT(packets_count > 0, "packets_count must be positive");
   // Unreachable mutants: bound. The mutant differs only for a pool of exactly 2^30 packets
-  // (at least 128 GiB), which nothing here can allocate (docs/verification.md, run 9).
+  // (at least 128 GiB), which nothing here can allocate
+  // (tools/mutate_records/2026-11-27-runs-05-28.md, run 9).
   LCI_ASSERT(packets_count <= packets_count_max, "packets_count over the limit");
   LCI_ASSERT(deques_count_max > 0, "deques_count_max must be positive");
   LCI_ASSERT(deques_count_max <= deques_count_limit, "deques_count_max over the limit");
@@ -374,7 +379,8 @@ inline pool_t::pool_t(std::size_t packet_size_bytes, std::size_t packets_count,
   packet_stride_bytes_ = packet_header_bytes + (packet_size_bytes + line - 1) / line * line;
   std::size_t capacity = 1;
   // Equivalent mutants: bound. Memory only: for a power-of-two packets_count the deques get
-  // twice the slots, and every deque still holds every packet (docs/verification.md, run 9).
+  // twice the slots, and every deque still holds every packet
+  // (tools/mutate_records/2026-11-27-runs-05-28.md, run 9).
   while (capacity < packets_count) capacity *= 2;  // <= 2^30: bounded
   // Packets: one line-aligned block, never resized.
   const std::size_t block_bytes = packet_stride_bytes_ * packets_count;
@@ -493,7 +499,7 @@ inline std::size_t pool_t::reclaim_outstanding() {
 // wins the flag and appends the deque to the list of steal victims.
 inline void pool_t::register_deque(std::uint32_t deque_index) {
   // Equivalent mutants: bound. Strict already: both callers pass a thread index folded into
-  // [0, deques_count_max_) (docs/verification.md, run 9).
+  // [0, deques_count_max_) (tools/mutate_records/2026-11-27-runs-05-28.md, run 9).
   LCI_ASSERT(deque_index < deques_count_max_, "register: bad deque index");
   std::uint8_t expected = 0;
   // relaxed: the flag only elects one registering thread; it publishes
@@ -506,7 +512,8 @@ inline void pool_t::register_deque(std::uint32_t deque_index) {
   // store below sees deque_index_none there and fails that steal.
   const std::uint32_t slot = active_deques_count_.fetch_add(1, util::mo_relaxed);
   // Equivalent mutants: bound. Strict already: each deque registers once (the flag above),
-  // so at most deques_count_max_ slots are ever reserved (docs/verification.md, run 9).
+  // so at most deques_count_max_ slots are ever reserved
+  // (tools/mutate_records/2026-11-27-runs-05-28.md, run 9).
   LCI_ASSERT(slot < deques_count_max_, "register: more active deques than deques");
   active_deque_indices_[slot].store(deque_index, util::mo_relaxed);  // relaxed: see steal_into()
 }

@@ -45,7 +45,7 @@ class alignas(util::cache_line_bytes) deque_t {
                "deque capacity must be a power of two");
     // Unreachable mutants: bound. The mutant differs only at capacity 2^31, which the pool
     // never reaches: its rings have at most packets_count_max = 2^30 slots
-    // (docs/verification.md, run 9).
+    // (tools/mutate_records/2026-11-27-runs-05-28.md, run 9).
     LCI_ASSERT(capacity <= (std::uint32_t{1} << 31),
                "deque capacity too large for 32-bit counters");
     slots_ = slots;
@@ -62,7 +62,8 @@ class alignas(util::cache_line_bytes) deque_t {
     LCI_DEBUG_ASSERT(lock.is_locked(), "deque accessed without its lock");
     const std::uint32_t tail = tail_.load();
     // Equivalent mutants: bound. Strict already: a deque's capacity is at least the pool's
-    // packet count, and the packet being pushed is in no deque (docs/verification.md, run 9).
+    // packet count, and the packet being pushed is in no deque
+    // (tools/mutate_records/2026-11-27-runs-05-28.md, run 9).
     LCI_ASSERT(tail - head_.load() < capacity(), "deque overflow: more packets than the pool has");
     slots_[tail & mask_] = packet;
     tail_.store(tail + 1);
@@ -96,10 +97,10 @@ class alignas(util::cache_line_bytes) deque_t {
       const std::uint32_t to_slot = to & target.mask_;
       std::uint32_t chunk = left;
       // Equivalent mutants: bound. At equality the assignment writes the value chunk already
-      // has (docs/verification.md, run 9).
+      // has (tools/mutate_records/2026-11-27-runs-05-28.md, run 9).
       if (chunk > source.capacity() - from_slot) chunk = source.capacity() - from_slot;
       // Equivalent mutants: bound. As above, chunk keeps its value at equality
-      // (docs/verification.md, run 9).
+      // (tools/mutate_records/2026-11-27-runs-05-28.md, run 9).
       if (chunk > target.capacity() - to_slot) chunk = target.capacity() - to_slot;
       std::memcpy(&target.slots_[to_slot], &source.slots_[from_slot],
                   chunk * sizeof(packet_header_t*));

@@ -48,7 +48,7 @@ thread_local idle_yield_t t_idle_yield __attribute__((tls_model("initial-exec"))
 // An arrival whose handler found no packet for what it must keep (an
 // arrival in a receive region): it waits in the backlog, its bytes held,
 // until one is free — the device's back-pressure, which loses nothing.
-void dispatch_eager(device_impl_t& device, arrival_t& arrival, protocol::msg_type_t type) {
+void dispatch_eager(device_impl_t& device, arrival_t& arrival, msg_type_t type) {
   if (handle_eager(device, arrival, type)) return;
   arrival.detach();
   device_impl_t* const device_ptr = &device;
@@ -78,10 +78,10 @@ void dispatch_rma_rts(device_impl_t& device, int rank, const rma_rts_t& message)
 }
 
 void dispatch_arrival(device_impl_t& device, const backend::net_status_t& status) {
-  const protocol::msg_type_t type = protocol::imm_type(status.imm_data);
+  const msg_type_t type = imm_type(status.imm_data);
   if (status.opcode == backend::net_opcode_t::remote_write) {
-    if (type == protocol::msg_type_t::rdv_data) {
-      handle_rdv_done(device, status.rank, protocol::imm_value(status.imm_data));
+    if (type == msg_type_t::rdv_data) {
+      handle_rdv_done(device, status.rank, imm_value(status.imm_data));
     } else {
       handle_signal(device, status, type);
     }
@@ -97,18 +97,18 @@ void dispatch_arrival(device_impl_t& device, const backend::net_status_t& status
   }
   arrival_t arrival(device, status);  // gives the bytes back unless kept
   switch (type) {
-    case protocol::msg_type_t::eager_send:
-    case protocol::msg_type_t::eager_am:
+    case msg_type_t::eager_send:
+    case msg_type_t::eager_am:
       dispatch_eager(device, arrival, type);
       return;
-    case protocol::msg_type_t::rts: {
+    case msg_type_t::rts: {
       const std::size_t size_max = device.net().attr().max_msg_size;
       rts_t rts;
-      const char* why = protocol::decode_rts(status.buffer, status.length, size_max, &rts);
+      const char* why = decode_rts(status.buffer, status.length, size_max, &rts);
       if (why == nullptr && (rts.kind == rts_kind_t::put || rts.kind == rts_kind_t::get)) {
         rma_rts_t message;
         bool is_inline = false;
-        why = protocol::decode_rma_rts(status.buffer, status.length, size_max, &message,
+        why = decode_rma_rts(status.buffer, status.length, size_max, &message,
                                        &is_inline);
         if (why == nullptr && is_inline) {  // done here, while the arrival holds the data
           handle_inline_put(device, status.rank, message,
@@ -125,31 +125,31 @@ void dispatch_arrival(device_impl_t& device, const backend::net_status_t& status
       dispatch_rts(device, status.rank, rts);
       return;
     }
-    case protocol::msg_type_t::rtr: {
+    case msg_type_t::rtr: {
       rtr_t rtr;
-      const char* why = protocol::decode_rtr(status.buffer, status.length, &rtr);
+      const char* why = decode_rtr(status.buffer, status.length, &rtr);
       arrival.release();
       if (why != nullptr) throw_corrupt("RTR", status, why);
       handle_rtr(device, status.rank, rtr);
       return;
     }
-    case protocol::msg_type_t::rdv_data: {  // as a message: a chunk of a copied rendezvous
+    case msg_type_t::rdv_data: {  // as a message: a chunk of a copied rendezvous
       rdv_chunk_t chunk;
-      const char* why = protocol::imm_has_header(status.imm_data)
-                            ? protocol::decode_rdv_chunk(status.buffer, status.length, &chunk)
+      const char* why = imm_has_header(status.imm_data)
+                            ? decode_rdv_chunk(status.buffer, status.length, &chunk)
                             : "rendezvous data as a message without its chunk header";
       if (why != nullptr) throw_corrupt("rendezvous chunk", status, why);
-      handle_rdv_chunk(device, status.rank, protocol::imm_value(status.imm_data), chunk,
+      handle_rdv_chunk(device, status.rank, imm_value(status.imm_data), chunk,
                        static_cast<const std::byte*>(status.buffer) + sizeof(chunk),
                        status.length - sizeof(chunk));
       return;  // the arrival gives the packet back
     }
-    case protocol::msg_type_t::fin:
+    case msg_type_t::fin:
       arrival.release();
-      handle_rdv_done(device, status.rank, protocol::imm_value(status.imm_data));
+      handle_rdv_done(device, status.rank, imm_value(status.imm_data));
       return;
-    case protocol::msg_type_t::put_signal:  // as a message: a put of no bytes
-    case protocol::msg_type_t::get_signal:
+    case msg_type_t::put_signal:  // as a message: a put of no bytes
+    case msg_type_t::get_signal:
       arrival.release();
       handle_signal(device, status, type);
       return;

@@ -22,26 +22,26 @@ namespace {
 struct encoded_t {
   std::uint32_t imm;
   bool header;
-  protocol::eager_header_t header_bytes;
+  eager_header_t header_bytes;
 };
 
-encoded_t encode(const device_impl_t& device, protocol::msg_type_t type,
-                 const protocol::msg_fields_t& fields) {
+encoded_t encode(const device_impl_t& device, msg_type_t type,
+                 const msg_fields_t& fields) {
   const attr_runtime_t& attr = device.runtime()->attr();
   encoded_t encoded{};
   std::uint32_t value = 0;
-  if (protocol::pack_imm_value(type, fields, attr.imm_nbits_tag, attr.imm_nbits_rcomp, &value)) {
-    encoded.imm = protocol::make_imm(type, value);
+  if (pack_imm_value(type, fields, attr.imm_nbits_tag, attr.imm_nbits_rcomp, &value)) {
+    encoded.imm = make_imm(type, value);
   } else {
-    encoded.imm = protocol::make_imm(type, 0, /*header=*/true);
+    encoded.imm = make_imm(type, 0, /*header=*/true);
     encoded.header = true;
-    encoded.header_bytes = protocol::make_eager_header(fields);
+    encoded.header_bytes = make_eager_header(fields);
   }
   return encoded;
 }
 
-protocol::msg_fields_t fields_of_post(const post_args_t& args, bool is_am) {
-  protocol::msg_fields_t fields;
+msg_fields_t fields_of_post(const post_args_t& args, bool is_am) {
+  msg_fields_t fields;
   fields.tag = args.tag;
   if (is_am) {
     fields.rcomp = args.remote_comp;
@@ -100,11 +100,11 @@ error_t send_control(device_impl_t& device, int rank, const void* data, std::siz
 
 status_t post_send_or_am(const post_args_t& args, bool is_am) {
   device_impl_t& device = *args.device;
-  const protocol::msg_type_t type =
-      is_am ? protocol::msg_type_t::eager_am : protocol::msg_type_t::eager_send;
-  const protocol::msg_fields_t fields = fields_of_post(args, is_am);
+  const msg_type_t type =
+      is_am ? msg_type_t::eager_am : msg_type_t::eager_send;
+  const msg_fields_t fields = fields_of_post(args, is_am);
   const encoded_t encoded = encode(device, type, fields);
-  const std::size_t header_bytes = encoded.header ? sizeof(protocol::eager_header_t) : 0;
+  const std::size_t header_bytes = encoded.header ? sizeof(eager_header_t) : 0;
   const std::size_t wire_size = header_bytes + args.size;
   if (wire_size > device.packet_payload_max()) {
     return post_rts(args, is_am ? rts_kind_t::am : rts_kind_t::send, nullptr);
@@ -376,7 +376,7 @@ namespace {
 // header) is copied into a malloc'd buffer, as for other objects. false: a
 // packet is needed and none is free.
 bool deliver_eager_am(device_impl_t& device, arrival_t& arrival,
-                      const protocol::msg_fields_t& fields, const std::byte* data,
+                      const msg_fields_t& fields, const std::byte* data,
                       std::size_t size) {
   const backend::net_status_t& net_status = arrival.status();
   comp_impl_t* comp = device.runtime()->rcomp_target(fields.rcomp);
@@ -409,23 +409,23 @@ bool deliver_eager_am(device_impl_t& device, arrival_t& arrival,
 bool take_any(matching_entry_val_t) { return true; }
 }  // namespace
 
-bool handle_eager(device_impl_t& device, arrival_t& arrival, protocol::msg_type_t type) {
+bool handle_eager(device_impl_t& device, arrival_t& arrival, msg_type_t type) {
   const backend::net_status_t& net_status = arrival.status();
   runtime_impl_t& runtime = *device.runtime();
   const attr_runtime_t& attr = runtime.attr();
-  protocol::eager_arrival_t decoded;
-  if (!protocol::decode_eager_arrival(type, net_status.imm_data, net_status.buffer,
+  eager_arrival_t decoded;
+  if (!decode_eager_arrival(type, net_status.imm_data, net_status.buffer,
                                       net_status.length, attr.imm_nbits_tag,
                                       attr.imm_nbits_rcomp, &decoded)) {
     throw std::runtime_error("lci: a message of " + std::to_string(net_status.length) +
                              " bytes from rank " + std::to_string(net_status.rank) +
                              " is too short for the header its immediate data announces");
   }
-  const protocol::msg_fields_t& fields = decoded.fields;
+  const msg_fields_t& fields = decoded.fields;
   const std::size_t header_bytes = decoded.header_bytes;
   const auto* data = static_cast<const std::byte*>(net_status.buffer) + header_bytes;
   const std::size_t size = net_status.length - header_bytes;
-  if (type == protocol::msg_type_t::eager_am) {
+  if (type == msg_type_t::eager_am) {
     return deliver_eager_am(device, arrival, fields, data, size);
   }
   matching_engine_impl_t* engine = runtime.matching_engine_at(fields.matching_engine_index);

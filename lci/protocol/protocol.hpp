@@ -132,7 +132,7 @@ void complete_request(request_t* request, errorcode_t code);
 // (nothing done, the arrival still held): it must be kept and no packet is
 // free; the caller tries again later.
 [[nodiscard]] bool handle_eager(device_impl_t& device, arrival_t& arrival,
-                                protocol::msg_type_t type);
+                                msg_type_t type);
 // An RTS: an AM's receive starts, a send's waits in the matching table or
 // meets its receive. false (nothing done): the device's pool of requests
 // is empty (AM); try again later.
@@ -147,7 +147,7 @@ void handle_rdv_done(device_impl_t& device, int rank, std::uint32_t rdv_id);
 void handle_rdv_chunk(device_impl_t& device, int rank, std::uint32_t rdv_id,
                       const rdv_chunk_t& chunk, const void* data, std::size_t size);
 void handle_signal(device_impl_t& device, const backend::net_status_t& status,
-                   protocol::msg_type_t type);
+                   msg_type_t type);
 void handle_rdv_write_done(device_impl_t& device, request_t* request);
 void handle_get_done(device_impl_t& device, request_t* request);
 // A receive meets an unexpected message (eager or RTS); takes both. Eager:

@@ -50,14 +50,14 @@ status_t post_rts(const post_args_t& args, rts_kind_t kind, rma_rts_t* rma) {
   } else {
     rts.rcomp = args.remote_comp;
   }
-  const std::uint32_t imm = protocol::make_imm(protocol::msg_type_t::rts, 0);
+  const std::uint32_t imm = make_imm(msg_type_t::rts, 0);
   error_t error;
   if (rma != nullptr) {
     rma->rts = rts;
     // A packet holds an RTS (alloc_packet_pool's minimum).
     // Equivalent mutants: bound. At equality the data would go after the
     // RTS instead of in its packet: the same bytes land, through the RTR and a
-    // write, one round trip later (docs/verification.md, runs 42-50).
+    // write, one round trip later (tools/mutate_records/2026-11-28-runs-35-59.md, runs 42-50).
     error = args.size <= device.packet_payload_max() - sizeof(*rma)
                 ? send_packet(device, args.rank, rma, sizeof(*rma), args.buffer, args.size, imm)
                 : send_control(device, args.rank, rma, sizeof(*rma), imm);
@@ -153,7 +153,7 @@ bool registration_may_come(error_t error) {
 error_t copy_rdv_data(device_impl_t& device, request_t* send, int rank, std::size_t size,
                       std::uint32_t rdv_id) {
   const std::size_t chunk_max = device.packet_payload_max() - sizeof(rdv_chunk_t);
-  const std::uint32_t imm = protocol::make_imm(protocol::msg_type_t::rdv_data, rdv_id,
+  const std::uint32_t imm = make_imm(msg_type_t::rdv_data, rdv_id,
                                                /*header=*/true);
   const auto* buffer = static_cast<const std::byte*>(send->status.buffer);
   // relaxed: only this step touches a send's count, one run at a time
@@ -231,7 +231,7 @@ void start_rtr(device_impl_t& device, request_t* recv, const rts_t& rts) {
     // After this send succeeds the sender may write and complete the
     // receive at once: `recv` must not be touched again here.
     return send_control(d, recv->status.rank, &rtr, sizeof(rtr),
-                        protocol::make_imm(protocol::msg_type_t::rtr, 0));
+                        make_imm(msg_type_t::rtr, 0));
   });
 }
 
@@ -239,7 +239,7 @@ void send_rtr(device_impl_t& device, int rank, const rtr_t& rtr) {
   device_impl_t* device_ptr = &device;
   (void)device.run_or_backlog([device_ptr, rank, rtr]() -> error_t {
     return send_control(*device_ptr, rank, &rtr, sizeof(rtr),
-                        protocol::make_imm(protocol::msg_type_t::rtr, 0));
+                        make_imm(msg_type_t::rtr, 0));
   });
 }
 
@@ -254,7 +254,7 @@ void answer_rts(device_impl_t& device, int rank, const rts_t& rts, rtr_mode_t mo
 
 void send_fin(device_impl_t& device, int rank, std::uint32_t rdv_id) {
   device_impl_t* device_ptr = &device;
-  const std::uint32_t imm = protocol::make_imm(protocol::msg_type_t::fin, rdv_id);
+  const std::uint32_t imm = make_imm(msg_type_t::fin, rdv_id);
   (void)device.run_or_backlog([device_ptr, rank, imm]() -> error_t {
     return send_control(*device_ptr, rank, nullptr, 0, imm);
   });
@@ -327,7 +327,7 @@ void start_write(device_impl_t& device, request_t* send, int rank, const rtr_t& 
     hand_over(send, request_owner_t::thread, request_owner_t::network);
     const error_t error =
         with_imm ? net.post_putImm(rank, send->status.buffer, size, send->mr, offset, rmr,
-                                   protocol::make_imm(protocol::msg_type_t::rdv_data, rdv_id),
+                                   make_imm(msg_type_t::rdv_data, rdv_id),
                                    send)
                  : net.post_put(rank, send->status.buffer, size, send->mr, offset, rmr, send);
     if (error.is_done() || error.is_posted()) device_ptr->accounting().note_network_post();
@@ -369,7 +369,7 @@ void handle_rdv_chunk(device_impl_t& device, int rank, std::uint32_t rdv_id,
   // chunk carries at least a byte (copy_rdv_data() sends none empty).
   // Equivalent mutants: bound. At offset == the receive's size, a chunk of no
   // bytes is refused as empty and any other by the room test below
-  // (docs/verification.md, runs 42-50).
+  // (tools/mutate_records/2026-11-28-runs-35-59.md, runs 42-50).
   const bool starts_inside = chunk.offset <= recv_size;
   if (state_of(recv).kind != request_kind_t::recv || size == 0 || !starts_inside ||
       size > recv_size - chunk.offset) {

@@ -53,19 +53,19 @@ net_target_t post_target(const char* op, const post_args_t& args) {
 }
 
 // The immediate value of a put/get with a remote completion.
-std::uint32_t signal_imm(const post_args_t& args, protocol::msg_type_t type) {
+std::uint32_t signal_imm(const post_args_t& args, msg_type_t type) {
   const attr_runtime_t& attr = args.device->runtime()->attr();
-  protocol::msg_fields_t fields;
+  msg_fields_t fields;
   fields.rcomp = args.remote_comp;
   fields.tag = args.tag;
   std::uint32_t value = 0;
-  if (!protocol::pack_imm_value(type, fields, attr.imm_nbits_tag, attr.imm_nbits_rcomp, &value)) {
+  if (!pack_imm_value(type, fields, attr.imm_nbits_tag, attr.imm_nbits_rcomp, &value)) {
     throw std::invalid_argument(
         "remote_comp = " + std::to_string(args.remote_comp) + " with tag = " +
         std::to_string(args.tag) + ": does not fit the immediate data (imm_nbits_rcomp = " +
         std::to_string(attr.imm_nbits_rcomp) + ")");
   }
-  return protocol::make_imm(type, value);
+  return make_imm(type, value);
 }
 
 // Registers the local buffer unless the user gave an mr, no byte moves (a
@@ -115,7 +115,7 @@ status_t post_put(const post_args_t& args) {
   backend::net_device_t& net = device.net();
   const bool signal = args.remote_comp != 0;
   // Refused alike on every network, though a checked put needs no imm.
-  const std::uint32_t imm = signal ? signal_imm(args, protocol::msg_type_t::put_signal) : 0;
+  const std::uint32_t imm = signal ? signal_imm(args, msg_type_t::put_signal) : 0;
   if (args.size == 0) return post_empty_access(args, imm);
   if (!net.attr().bad_rkey_fails_alone) return post_checked_put(args, target);
   // Inject completes at once, before the data lands: only for the memory
@@ -147,7 +147,7 @@ status_t post_get(const post_args_t& args) {
   const net_target_t target = post_target("post_get", args);
   device_impl_t& device = *args.device;
   const bool signal = args.remote_comp != 0;
-  const std::uint32_t imm = signal ? signal_imm(args, protocol::msg_type_t::get_signal) : 0;
+  const std::uint32_t imm = signal ? signal_imm(args, msg_type_t::get_signal) : 0;
   if (args.size == 0) return post_empty_access(args, imm);
   if (!device.net().attr().bad_rkey_fails_alone) return post_checked_get(args, target);
   request_t* request = new_request(args, request_kind_t::get);
@@ -176,11 +176,11 @@ void handle_get_done(device_impl_t& device, request_t* request) {
 }
 
 void handle_signal(device_impl_t& device, const backend::net_status_t& net_status,
-                   protocol::msg_type_t type) {
+                   msg_type_t type) {
   runtime_impl_t& runtime = *device.runtime();
   const attr_runtime_t& attr = runtime.attr();
-  const protocol::msg_fields_t fields = protocol::unpack_imm_value(
-      type, protocol::imm_value(net_status.imm_data), attr.imm_nbits_tag, attr.imm_nbits_rcomp);
+  const msg_fields_t fields = unpack_imm_value(
+      type, imm_value(net_status.imm_data), attr.imm_nbits_tag, attr.imm_nbits_rcomp);
   comp_impl_t* comp = runtime.rcomp_target(fields.rcomp);
   if (comp == nullptr) {
     throw_unregistered_rcomp("a remote completion", net_status.rank, fields.rcomp, "");
@@ -189,7 +189,7 @@ void handle_signal(device_impl_t& device, const backend::net_status_t& net_statu
   status.error = errorcode_t::done;
   status.rank = net_status.rank;
   status.tag = fields.tag;
-  status.size = type == protocol::msg_type_t::put_signal ? net_status.length : 0;
+  status.size = type == msg_type_t::put_signal ? net_status.length : 0;
   comp->signal(status);
 }
 

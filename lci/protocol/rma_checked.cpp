@@ -93,7 +93,7 @@ status_t post_checked_get(const post_args_t& args, const net_target_t& target) {
     // registration.
     // Equivalent mutants: bound. At equality the get would offer its buffer
     // for a write (or copy mode, when no registration is free) instead of one
-    // chunk: the same bytes land (docs/verification.md, runs 42-50).
+    // chunk: the same bytes land (tools/mutate_records/2026-11-28-runs-35-59.md, runs 42-50).
     if (recv->status.size <= d.packet_payload_max() - sizeof(rdv_chunk_t)) {
       if (state_of(recv).rdv_id == rdv_id_none) {
         hand_over(recv, request_owner_t::thread, request_owner_t::rdv_table);
@@ -111,7 +111,7 @@ status_t post_checked_get(const post_args_t& args, const net_target_t& target) {
     // After this send succeeds the target may write and complete the get
     // at once: `recv` must not be touched again here.
     return send_control(d, recv->status.rank, &message, sizeof(message),
-                        protocol::make_imm(protocol::msg_type_t::rts, 0));
+                        make_imm(msg_type_t::rts, 0));
   });
   return status_t(errorcode_t::posted);
 }

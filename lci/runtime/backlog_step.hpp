@@ -43,7 +43,7 @@ class backlog_step_t {
   explicit backlog_step_t(const Step& step) {
     // Equivalent mutants: bound. A compile-time check: no step the runtime
     // builds is exactly storage_bytes_max bytes, so `<` accepts the same steps
-    // (docs/verification.md, runs 42-50).
+    // (tools/mutate_records/2026-11-28-runs-35-59.md, runs 42-50).
     static_assert(sizeof(Step) <= storage_bytes_max,
                   "a backlog step's arguments over its inline storage: keep them in a pooled "
                   "record and capture its address");

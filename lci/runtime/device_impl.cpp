@@ -181,7 +181,7 @@ std::size_t device_impl_t::packet_payload_max() const {
 }
 
 std::size_t device_impl_t::bcopy_size_max() const {
-  return packet_payload_max() - sizeof(protocol::eager_header_t);
+  return packet_payload_max() - sizeof(eager_header_t);
 }
 
 deferred_post_t* device_impl_t::take_deferred_post() {

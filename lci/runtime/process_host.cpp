@@ -77,8 +77,8 @@ struct process_network_t {
   // prevents: process_network_owner_t destroys the network only when no
   // runtime is left that another thread could be inside, and an operation
   // with no runtime alive during the process's exit is the program's error.
-  // Kept release as every store of the slot (docs/verification.md, runs
-  // 42-46).
+  // Kept release as every store of the slot (tools/mutate_records/2026-11-28-runs-35-59.md,
+  // runs 42-46).
   ~process_network_t() { g_process_runtime_slot.store(nullptr, util::mo_release); }
   process_network_t(const process_network_t&) = delete;
   process_network_t& operator=(const process_network_t&) = delete;

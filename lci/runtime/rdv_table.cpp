@@ -15,7 +15,7 @@ std::uint32_t rdv_table_t::add(request_t* request) {
     slots_[id] = request;
     return id;
   }
-  if (slots_.size() > protocol::imm_value_max) {
+  if (slots_.size() > imm_value_max) {
     throw std::length_error("lci: more than 2^28 rendezvous receives in flight");
   }
   slots_.push_back(request);

@@ -39,8 +39,8 @@ inline runtime_impl_t& resolve_runtime(runtime_t runtime) {
   // here: when it is installed, current_host() (resolve_global_runtime)
   // loads it again, acquire, before calling it, and when it is not, the
   // slot's own acquire orders what is read next. Acquire is stronger than
-  // needed, kept as every read of the lookup (docs/verification.md, runs
-  // 42-46).
+  // needed, kept as every read of the lookup (tools/mutate_records/2026-11-28-runs-35-59.md,
+  // runs 42-46).
   if (g_host_lookup.load(util::mo_acquire) == nullptr) {
     runtime_impl_t** const slot = g_process_runtime_slot.load(util::mo_acquire);
     if (slot != nullptr && *slot != nullptr) return **slot;

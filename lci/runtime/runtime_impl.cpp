@@ -94,7 +94,7 @@ attr_runtime_t resolved(attr_runtime_t attr, const backend::net_context_t& net) 
   const auto nbits_rcomp = static_cast<unsigned>(attr.imm_nbits_rcomp);
   // A put/get signal packs rcomp | tag into the immediate value, no header.
   attr.max_imm_rcomp = (std::uint64_t{1} << nbits_rcomp) - 1;
-  attr.max_imm_tag = (std::uint64_t{1} << (protocol::imm_value_bits - nbits_rcomp)) - 1;
+  attr.max_imm_tag = (std::uint64_t{1} << (imm_value_bits - nbits_rcomp)) - 1;
   // Other operations carry what does not fit in a header; a send's tag
   // must still fit its matching key, the narrowest being rank_tag's.
   attr.max_tag = matching::key_rank_tag_tag_max;
@@ -402,7 +402,7 @@ void runtime_impl_t::free_matching_engine(matching_engine_impl_t* engine) {
 
 matching_engine_impl_t* runtime_impl_t::matching_engine_at(std::uint32_t index) const {
   // Equivalent mutants: bound. As for rcomps_: get() of the slot at size(),
-  // never written, returns null, as this test does (docs/verification.md,
+  // never written, returns null, as this test does (tools/mutate_records/2026-11-28-runs-35-59.md,
   // runs 42-50).
   if (index >= matching_engine_index_.size()) return nullptr;
   return matching_engine_index_.get(index);
@@ -515,7 +515,7 @@ void runtime_impl_t::deregister_rcomp(rcomp_t rcomp) {
   util::spinlock_guard_t guard(rcomps_lock_);
   // Equivalent mutants: bound. rcomps_.size() is one past the highest rcomp
   // ever put, so the slot at rcomp == size() was never set and get() returns
-  // null there: the same refusal (docs/verification.md, runs 42-50).
+  // null there: the same refusal (tools/mutate_records/2026-11-28-runs-35-59.md, runs 42-50).
   if (rcomp == 0 || rcomp >= rcomps_.size() || rcomps_.get(rcomp) == nullptr) {
     throw std::invalid_argument("deregister_rcomp: rcomp = " + std::to_string(rcomp) +
                                 " is not registered");
@@ -525,7 +525,8 @@ void runtime_impl_t::deregister_rcomp(rcomp_t rcomp) {
 
 comp_impl_t* runtime_impl_t::rcomp_target(rcomp_t rcomp) const {
   // Equivalent mutants: bound. As in deregister_rcomp(): get() of the slot at
-  // size() returns null, as this test does (docs/verification.md, runs 42-50).
+  // size() returns null, as this test does (tools/mutate_records/2026-11-28-runs-35-59.md,
+  // runs 42-50).
   if (rcomp == 0 || rcomp >= rcomps_.size()) return nullptr;
   return rcomps_.get(rcomp);
 }

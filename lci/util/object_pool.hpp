@@ -57,7 +57,7 @@ class object_pool_t {
     LCI_ASSERT(objects_max > 0, "an object pool needs room for one object");
     // Equivalent mutants: bound. Stricter than needed: with 2^32 - 1 slots the largest link,
     // 2^32 - 1, still fits the 32-bit links; index_none is never stored
-    // (docs/verification.md, run 6).
+    // (tools/mutate_records/2026-11-27-runs-05-28.md, run 6).
     LCI_ASSERT(objects_max < index_none, "an object pool over 2^32 - 1 slots");
     // Slot 0 on top, then 1, 2, ...; the last one's link is 0: the bottom.
     // taken_high_water() relies on this order.
@@ -94,7 +94,7 @@ class object_pool_t {
       while (taken < count && below != 0) {
         out[taken++] = static_cast<T*>(static_cast<void*>(slots_[below - 1].bytes));
         // Equivalent mutants: bound. At equality both arms are the same value
-        // (docs/verification.md, run 6).
+        // (tools/mutate_records/2026-11-27-runs-05-28.md, run 6).
         lent_max = below > lent_max ? below : lent_max;
         // relaxed: ordered by [T1]/[T2]. A link written since the load of
         // head (its slot taken and given back meanwhile) comes with a new
@@ -106,7 +106,8 @@ class object_pool_t {
       // acquire on success: the objects' last give_back (their
       // destruction) happens before this taker constructs them. [T2]
       // Equivalent mutants: cas_weak. A spurious failure reloads the same head and repeats
-      // the walk: a weak CAS would do in this loop (docs/verification.md, run 13).
+      // the walk: a weak CAS would do in this loop (tools/mutate_records/2026-11-27-runs-05-28.md,
+      // run 13).
       if (head_.compare_exchange_strong(head, pack(next_version(head), below), util::mo_acquire,
                                         util::mo_acquire)) {
         note_taken(lent_max, taken);
@@ -150,7 +151,7 @@ class object_pool_t {
       const util::memory_order order =
           util::mutated("object_pool_relaxed_give_back") ? util::mo_relaxed : util::mo_release;
       // Equivalent mutants: cas_weak. A spurious failure reloads the same head and re-links:
-      // a weak CAS would do in this loop (docs/verification.md, run 13).
+      // a weak CAS would do in this loop (tools/mutate_records/2026-11-27-runs-05-28.md, run 13).
       if (head_.compare_exchange_strong(head, pack(next_version(head), first + 1), order,
                                         util::mo_relaxed)) {
         return;
@@ -220,7 +221,7 @@ class object_pool_t {
     // another thread raised the mark.
     std::uint32_t lent = slots_lent_.load(util::mo_relaxed);
     // Equivalent mutants: bound. At equality the CAS writes the mark's own value again: one
-    // write more, the same mark (docs/verification.md, run 6).
+    // write more, the same mark (tools/mutate_records/2026-11-27-runs-05-28.md, run 6).
     while (lent_max > lent &&
            !slots_lent_.compare_exchange_weak(lent, lent_max, util::mo_relaxed, util::mo_relaxed)) {
     }

@@ -69,7 +69,7 @@ class spinlock_t {
     // relaxed: as the pre-check in try_lock(); try_lock() decides.
     // Equivalent mutants: bound. One PAUSE more before the same try: the holder may let go
     // meanwhile, as a slightly slower holder's timing could equally decide; pauses_max tunes
-    // a wait, it bounds nothing else (docs/verification.md, run 13).
+    // a wait, it bounds nothing else (tools/mutate_records/2026-11-27-runs-05-28.md, run 13).
     for (std::uint32_t i = 0; i < pauses_max && locked_.load(mo_relaxed) != 0; ++i) {
       spin_pause();
     }

@@ -99,17 +99,6 @@ struct rdv_chunk_t {
   std::uint64_t offset;
 };
 
-}  // namespace lci::detail
-
-namespace lci::protocol {
-
-using detail::rdv_chunk_t;
-using detail::rma_rts_t;
-using detail::rtr_mode_t;
-using detail::rtr_t;
-using detail::rts_kind_t;
-using detail::rts_t;
-
 // nullptr: *out holds the RTS that leads the `length` bytes at `buffer`;
 // otherwise what is wrong (*out unspecified). `size_max`: the largest
 // message the receiving device accepts (a larger one would only be
@@ -172,4 +161,4 @@ inline const char* decode_rdv_chunk(const void* buffer, std::size_t length, rdv_
   return nullptr;
 }
 
-}  // namespace lci::protocol
+}  // namespace lci::detail

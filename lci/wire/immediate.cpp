@@ -2,7 +2,7 @@
 
 #include "lci/util/assert.hpp"
 
-namespace lci::protocol {
+namespace lci::detail {
 
 namespace {
 constexpr unsigned policy_bits = 2;
@@ -76,4 +76,4 @@ msg_fields_t fields_of(const eager_header_t& header) {
   return fields;
 }
 
-}  // namespace lci::protocol
+}  // namespace lci::detail

@@ -30,7 +30,7 @@
 
 #include "lci/api/lci_types.hpp"
 
-namespace lci::protocol {
+namespace lci::detail {
 
 enum class msg_type_t : std::uint8_t {
   eager_send = 0,  // a matched send, payload in the message
@@ -120,4 +120,4 @@ inline bool decode_eager_arrival(msg_type_t type, std::uint32_t imm, const void*
   return true;
 }
 
-}  // namespace lci::protocol
+}  // namespace lci::detail

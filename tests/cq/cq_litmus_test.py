@@ -148,8 +148,8 @@ class CqLitmusTest(unittest.TestCase, rc11.LitmusAssertions):
         # reset is a CAS2 (a full barrier, util::atomic_u64_pair), so E's
         # acquire load of the cell reads from the release sequence of D's mark
         # and D's ticket happens before E's head load: the check holds with
-        # any order of that load or of D's ticket (docs/verification.md, the
-        # equivalence of crq_segment.hpp's enqueue head load).
+        # any order of that load or of D's ticket (tools/mutate_records/2026-11-28-runs-29-36.md,
+        # the equivalence of crq_segment.hpp's enqueue head load).
         # Cell states: 0 = older lap's value, safe; 1 = the same, unsafe;
         # 2 = empty, unsafe, index 1.
         for head_order in ("rlx", "acq", "sc"):

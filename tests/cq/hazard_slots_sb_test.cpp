@@ -11,7 +11,8 @@
 // store weaker than seq_cst, x86's store buffer alone allows it: the store
 // waits in the buffer while the re-load reads the old source. Relacy and
 // TSan cannot show that (neither models a store buffer); this test does
-// (docs/verification.md, the rows of hazard_slots.hpp's publication).
+// (tools/mutate_records/2026-11-27-runs-05-28.md, run 5: the rows of hazard_slots.hpp's
+// publication).
 //
 // Each round starts both threads together on a spin barrier, so their
 // accesses overlap within nanoseconds, the window in which a store buffer

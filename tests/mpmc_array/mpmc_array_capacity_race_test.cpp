@@ -1,9 +1,10 @@
 // capacity() read while writers grow the array: the reader dereferences the
 // freshly published storage, so its load of storage_ must acquire what
 // grow() released [P]. Kills the mutant that weakens that acquire to relaxed
-// (docs/verification.md): under --config=tsan the relaxed load leaves the
-// read of storage->capacity racing with its initialisation, which TSan
-// reports; in the default build the test checks the values only.
+// (tools/mutate_records/2026-11-26-runs-01-04.md): under --config=tsan the
+// relaxed load leaves the read of storage->capacity racing with its
+// initialisation, which TSan reports; in the default build the test checks
+// the values only.
 #include <atomic>
 #include <cstddef>
 #include <thread>

@@ -20,7 +20,7 @@
 #include "backends/backend.hpp"
 #include "backends/ibv/ibv_verbs.hpp"
 
-namespace lci::backends::ibv::detail {
+namespace lci::backend::ibv::detail {
 
 // The contract's types, by their short names in the device's sources.
 using backend::net_fault_t;
@@ -41,4 +41,4 @@ inline constexpr int access_all =
                            " failed: " + (error != 0 ? std::strerror(error) : "unknown error"));
 }
 
-}  // namespace lci::backends::ibv::detail
+}  // namespace lci::backend::ibv::detail

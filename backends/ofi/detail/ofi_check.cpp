@@ -7,7 +7,7 @@
 #include <cstdio>
 #include <stdexcept>
 
-namespace lci::backends::ofi::detail {
+namespace lci::backend::ofi::detail {
 
 std::string describe_fi_error(const char* call, long rc) {
   const long code = rc < 0 ? -rc : rc;
@@ -46,4 +46,4 @@ void close_quietly(fid* object, const char* what) {
   }
 }
 
-}  // namespace lci::backends::ofi::detail
+}  // namespace lci::backend::ofi::detail

@@ -13,7 +13,7 @@
 
 struct fid;
 
-namespace lci::backends::ofi::detail {
+namespace lci::backend::ofi::detail {
 
 // "<call>: <fi_strerror text> (error <code>)"; `rc` is a libfabric return
 // code, negative or positive (providers report completion errors with
@@ -31,4 +31,4 @@ bool is_connection_error(int code);
 // throws; a null `object` is nothing to close.
 void close_quietly(fid* object, const char* what);
 
-}  // namespace lci::backends::ofi::detail
+}  // namespace lci::backend::ofi::detail

@@ -35,7 +35,7 @@ struct fid_av;
 struct fi_cq_data_entry;
 struct fi_cq_err_entry;
 
-namespace lci::backends::ofi::detail {
+namespace lci::backend::ofi::detail {
 
 // The contract's types, by their short names in the device's sources.
 using backend::net_device_attr_t;
@@ -315,4 +315,4 @@ class ofi_device_impl_t final : public ofi_device_t {
   util::atomic<std::int64_t> registrations_count_{0};
 };
 
-}  // namespace lci::backends::ofi::detail
+}  // namespace lci::backend::ofi::detail

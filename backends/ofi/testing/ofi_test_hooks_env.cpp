@@ -7,7 +7,7 @@
 
 #include "backends/ofi/ofi_test_hooks.hpp"
 
-namespace lci::backends::ofi::test_hooks {
+namespace lci::backend::ofi::test_hooks {
 
 namespace {
 
@@ -22,4 +22,4 @@ bool set_from_environment() {
 
 }  // namespace
 
-}  // namespace lci::backends::ofi::test_hooks
+}  // namespace lci::backend::ofi::test_hooks

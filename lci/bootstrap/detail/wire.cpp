@@ -148,8 +148,8 @@ std::string kvs_key(const std::string& key, int rank, std::size_t chunk_index,
   std::string hashed =
       "." + hex_encode(hash_bytes, sizeof(hash_bytes)) + suffix;
   // Equivalent mutants: bound. Strict already: the hashed form has at most 31 characters
-  // (above) and key_length_max at least kvs_key_length_min, 32 (docs/verification.md,
-  // run 12).
+  // (above) and key_length_max at least kvs_key_length_min, 32
+  // (tools/mutate_records/2026-11-27-runs-05-28.md, run 12).
   LCI_ASSERT(hashed.size() <= key_length_max, "hashed PMI key too long");
   return hashed;
 }
@@ -180,7 +180,7 @@ std::size_t kvs_chunk_count(std::string_view first_chunk,
   const auto [dot, size_bytes] = parse_value_header(first_chunk);
   const std::size_t text_length = dot + 1 + 2 * size_bytes;
   // Equivalent mutants: bound. At equality both arms are the same value
-  // (docs/verification.md, run 12).
+  // (tools/mutate_records/2026-11-27-runs-05-28.md, run 12).
   const std::size_t first_length =
       text_length < value_length_max ? text_length : value_length_max;
   if (first_chunk.size() != first_length) {
@@ -279,7 +279,8 @@ pmi_message_t pmi1_parse(std::string_view line) {
   bool first = true;
   std::size_t position = 0;
   // Equivalent mutants: bound. A lap at position == line.size() finds the empty token
-  // that repeated spaces also give, and skips it (docs/verification.md, run 12).
+  // that repeated spaces also give, and skips it (tools/mutate_records/2026-11-27-runs-05-28.md,
+  // run 12).
   while (position < line.size()) {
     std::size_t end = line.find(' ', position);
     if (end == std::string_view::npos) end = line.size();

@@ -104,8 +104,8 @@ class crq_segment_t {
   bool is_closed() const {
     // Equivalent mutants: mo_weaken, mo_to_relaxed. Relaxed would do: only debug assertions
     // call this, each after setting CLOSED itself, seeing it through its own RMW on tail_, or
-    // reaching the segment through a next published after the close (docs/verification.md,
-    // run 5).
+    // reaching the segment through a next published after the close
+    // (tools/mutate_records/2026-11-27-runs-05-28.md, run 5).
     return (tail_.value.load(util::mo_seq_cst) & crq_closed_bit) != 0;
   }
 
@@ -189,7 +189,7 @@ inline bool crq_segment_t::enqueue(void* value) {
     // state read from that CAS's release sequence (every later cell write is a CAS2, a full
     // barrier), so its ticket happens before this load, which returns more than our ticket
     // whatever its order (//tests/cq:cq_litmus_test checks that step under RC11;
-    // docs/verification.md, "RC11 litmus checks").
+    // tools/mutate_records/2026-11-28-runs-29-36.md).
     if (hi == 0 && (lo & crq_index_mask) <= ticket &&
         ((lo & crq_safe_bit) != 0 ||
          head_.value.load(util::mo_seq_cst) <= ticket) &&
@@ -198,17 +198,20 @@ inline bool crq_segment_t::enqueue(void* value) {
     }
     // Equivalent mutants: mo_weaken, mo_to_relaxed. Relaxed would do: a stale head only makes
     // the ring look fuller, which closes it early (always allowed: the value goes into a new
-    // segment), and a newer one only costs a retry (docs/verification.md, run 5).
+    // segment), and a newer one only costs a retry (tools/mutate_records/2026-11-27-runs-05-28.md,
+    // run 5).
     const std::uint64_t head = head_.value.load(util::mo_seq_cst);
     const bool full = static_cast<std::int64_t>(ticket - head) >=
                       static_cast<std::int64_t>(ring_size_);
     // Equivalent mutants: bound. enqueue_attempts_max tunes when a starving ring gives up
     // and closes; one attempt more is the same algorithm with a limit of 17 (still
-    // wait-free), and closing is always allowed (docs/verification.md, run 10).
+    // wait-free), and closing is always allowed (tools/mutate_records/2026-11-27-runs-05-28.md,
+    // run 10).
     if (full || attempts >= enqueue_attempts_max) {
       // Equivalent mutants: mo_weaken, mo_to_relaxed. Relaxed would do for the close: only
       // RMWs on tail_ act on CLOSED, and they read the latest value whatever the order; the
-      // append that follows is published by the CAS on next (docs/verification.md, run 5).
+      // append that follows is published by the CAS on next
+      // (tools/mutate_records/2026-11-27-runs-05-28.md, run 5).
       tail_.value.fetch_or(crq_closed_bit, util::mo_seq_cst);
       return false;
     }
@@ -229,7 +232,8 @@ inline void* crq_segment_t::dequeue() {
       util::mutated("crq_relaxed_empty_tail") ? util::mo_relaxed : util::mo_seq_cst;
   {
     // Equivalent mutants: mo_weaken. Acquire would do: a stale head is smaller, and acquire
-    // orders the F&A that wrote a newer one before [P2] (docs/verification.md, run 5).
+    // orders the F&A that wrote a newer one before [P2]
+    // (tools/mutate_records/2026-11-27-runs-05-28.md, run 5).
     const std::uint64_t head = head_.value.load(util::mo_seq_cst);                   // [P1]
     const std::uint64_t tail = tail_.value.load(empty_tail_order) & ~crq_closed_bit;  // [P2]
     if (tail <= head) return nullptr;
@@ -246,14 +250,16 @@ inline void* crq_segment_t::dequeue() {
     // Equivalent mutants: mo_weaken. acq_rel would do: no reader of head_ uses this ticket's
     // place in S. Other tickets are RMWs (the latest value whatever the order); [P1] needs
     // the release; the enqueue's head check is ordered through the cell's CAS2s (its marker);
-    // the enqueue's full test and fix_state() use only the value (docs/verification.md).
+    // the enqueue's full test and fix_state() use only the value
+    // (tools/mutate_records/2026-11-28-runs-29-36.md).
     const std::uint64_t ticket = head_.value.fetch_add(1, util::mo_seq_cst);
     LCI_DEBUG_ASSERT(ticket < crq_closed_bit, "crq head overflow");
     if (void* value = take_cell(ticket)) {
       // Broken variant (tests/cq): burn one more ticket, skipping a cell.
       if (util::mutated("lcrq_dequeue_skips_cell")) {
         // Equivalent mutants: mo_weaken, mo_to_relaxed. Dead code outside this broken
-        // variant, whose targets tools/mutate does not run (docs/verification.md, run 5).
+        // variant, whose targets tools/mutate does not run
+        // (tools/mutate_records/2026-11-27-runs-05-28.md, run 5).
         head_.value.fetch_add(1, util::mo_seq_cst);
       }
       return value;
@@ -305,26 +311,26 @@ inline void crq_segment_t::fix_state() {
   for (;;) {
     // Equivalent mutants: mo_weaken, mo_to_relaxed. Relaxed would do: tail_raw is the CAS's
     // expected value, so a stale one fails the CAS and the loop reads again
-    // (docs/verification.md, run 5).
+    // (tools/mutate_records/2026-11-27-runs-05-28.md, run 5).
     const std::uint64_t tail_raw = tail_.value.load(util::mo_seq_cst);
     // Equivalent mutants: mo_weaken, mo_to_relaxed. Relaxed would do: any order reads at least
     // our caller's ticket + 1 (coherence after its own F&A), and a tail that high is all
-    // fix_state must establish (docs/verification.md, run 5).
+    // fix_state must establish (tools/mutate_records/2026-11-27-runs-05-28.md, run 5).
     const std::uint64_t head = head_.value.load(util::mo_seq_cst);
     // Equivalent mutants: mo_weaken, mo_to_relaxed. Only a recheck: the CAS below decides
-    // (docs/verification.md, run 5).
+    // (tools/mutate_records/2026-11-27-runs-05-28.md, run 5).
     if (tail_.value.load(util::mo_seq_cst) != tail_raw) continue;
     if (head <= (tail_raw & ~crq_closed_bit)) return;
     std::uint64_t expected = tail_raw;
     const std::uint64_t desired = head | (tail_raw & crq_closed_bit);
     // Equivalent mutants: cas_weak, cas_failure, mo_weaken, mo_to_relaxed. A spurious
     // failure, or a failure value read with acquire, only repeats the loop, which reads tail_
-    // again (docs/verification.md, run 5). Relaxed would do for the success order too: the
-    // fixed tail's value is what counts, not its place in S. An enqueue ticket is an RMW and
-    // reads the latest tail; a seq_cst load of tail_ that reads this value is still ordered
-    // before every later seq_cst ticket by from-read; and nothing is published through it (a
-    // dequeue reads head_ [P1] before tail_ [P2], never after). Kept seq_cst with the other
-    // counter accesses (docs/verification.md, "RC11 litmus checks").
+    // again (tools/mutate_records/2026-11-27-runs-05-28.md, run 5). Relaxed would do for the
+    // success order too: the fixed tail's value is what counts, not its place in S. An enqueue
+    // ticket is an RMW and reads the latest tail; a seq_cst load of tail_ that reads this value is
+    // still ordered before every later seq_cst ticket by from-read; and nothing is published
+    // through it (a dequeue reads head_ [P1] before tail_ [P2], never after). Kept seq_cst with the
+    // other counter accesses (tools/mutate_records/2026-11-28-runs-29-36.md).
     if (tail_.value.compare_exchange_strong(expected, desired, util::mo_seq_cst,
                                             util::mo_seq_cst)) {
       return;

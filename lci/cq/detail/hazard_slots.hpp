@@ -160,12 +160,12 @@ std::pair<std::size_t, T*> hazard_slots_t<T>::claim(
   for (;;) {
     // Equivalent mutants: mo_weaken, mo_to_relaxed. Relaxed would do: the value is published
     // and then re-loaded by [H] in validate(); only the re-load decides
-    // (docs/verification.md, run 5).
+    // (tools/mutate_records/2026-11-27-runs-05-28.md, run 5).
     T* current = source.load(util::mo_seq_cst);
     LCI_ASSERT(current != nullptr, "hazard source holds null");
     // Equivalent mutants: bound. The slot index is taken modulo hazard_claimed_slots_max, so
     // one probe more tries the start slot again, and a claim there is as good as any other
-    // (docs/verification.md, run 10).
+    // (tools/mutate_records/2026-11-27-runs-05-28.md, run 10).
     for (std::size_t probe = 0; probe < hazard_claimed_slots_max; ++probe) {
       const std::size_t slot =
           hazard_owned_slots_max + (start + probe) % hazard_claimed_slots_max;
@@ -186,7 +186,7 @@ T* hazard_slots_t<T>::protect(std::size_t slot,
                               const util::atomic<T*>& source) {
   LCI_DEBUG_ASSERT(slot < hazard_slots_max, "hazard slot out of range");
   // Equivalent mutants: mo_weaken, mo_to_relaxed. As in acquire(): only the [H] re-load
-  // decides (docs/verification.md, run 5).
+  // decides (tools/mutate_records/2026-11-27-runs-05-28.md, run 5).
   T* current = source.load(util::mo_seq_cst);
   slots_[slot].hazard.store(current, util::mo_seq_cst);  // [H] publication
   return validate(slot, current, source);

@@ -30,13 +30,16 @@
 #include "sim/sim_seed.hpp"
 #include "tests/backends/ibv/ibv_device_test_util.hpp"
 
-namespace lci::backends::ibv {
+namespace lci::backend::ibv {
 namespace {
 
 using backend::net_device_attr_t;
 using backend::net_ibv_odp_t;
 using backend::net_ibv_prefetch_t;
 using backend::net_ibv_td_t;
+using ibv_emu::emu_fabric_t;
+using ibv_emu::emu_options_t;
+using ibv_emu::emu_stats_t;
 
 // A RoCE fabric whose ports list two RoCE v1 GIDs, then two RoCE v2 ones.
 emu_options_t roce_fabric() {
@@ -292,4 +295,4 @@ TEST(IbvAttr, ValuesOutsideTheirEnumsAreRefused) {
 }
 
 }  // namespace
-}  // namespace lci::backends::ibv
+}  // namespace lci::backend::ibv

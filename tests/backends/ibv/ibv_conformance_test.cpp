@@ -26,10 +26,10 @@
 namespace lci::conformance {
 namespace {
 
-using backends::ibv::emu_fabric_t;
-using backends::ibv::emu_options_t;
-using backends::ibv::ibv_bootstrap_t;
-using backends::ibv::ibv_context_t;
+using backend::ibv::ibv_bootstrap_t;
+using backend::ibv::ibv_context_t;
+using backend::ibv_emu::emu_fabric_t;
+using backend::ibv_emu::emu_options_t;
 
 // A rank: the ibv context over its HCA, bootstrapped through the harness's
 // out-of-band allgather (a peer's QP in ERR is re-established only when

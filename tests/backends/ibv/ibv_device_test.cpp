@@ -26,8 +26,11 @@
 #include "tests/backends/ibv/ibv_device_test_util.hpp"
 #include "tests/backends/ibv/ibv_forwarding_verbs.hpp"
 
-namespace lci::backends::ibv {
+namespace lci::backend::ibv {
 namespace {
+
+using ibv_emu::emu_fabric_t;
+using ibv_emu::emu_options_t;
 
 // The responder keeps polling until the requester is done (as a runtime's
 // progress does): its own QP, which the refused put moved to ERR, is
@@ -585,4 +588,4 @@ TEST(IbvContext, DeviceNameSelectsDeviceAndPort) {
 }
 
 }  // namespace
-}  // namespace lci::backends::ibv
+}  // namespace lci::backend::ibv

@@ -16,7 +16,7 @@
 #include "lci/util/error.hpp"
 #include "sim/sim_harness.hpp"
 
-namespace lci::backends::ibv {
+namespace lci::backend::ibv {
 
 using backend::net_fault_t;
 using backend::net_mr_t;
@@ -35,7 +35,8 @@ inline ibv_bootstrap_t bootstrap_of(sim::rank_env_t& env) {
 // seeded like the fabric; returns the run's trace: the scheduler's and the
 // fabric's hashes mixed.
 inline std::uint64_t run_two_ranks_on(
-    emu_fabric_t& fabric, const std::function<void(sim::rank_env_t&, ibv_context_t&)>& body,
+    ibv_emu::emu_fabric_t& fabric,
+    const std::function<void(sim::rank_env_t&, ibv_context_t&)>& body,
     const ibv_context_options_t& context_options = {}) {
   const std::uint64_t seed = fabric.options().seed;
   const sim::run_report_t report = sim::run_ranks(
@@ -52,10 +53,10 @@ inline std::uint64_t run_two_ranks_on(
 inline std::uint64_t run_two_ranks(std::uint64_t seed,
                                    const std::function<void(sim::rank_env_t&, ibv_context_t&)>& body,
                                    const ibv_context_options_t& context_options = {},
-                                   emu_options_t emu = {}) {
+                                   ibv_emu::emu_options_t emu = {}) {
   emu.hcas_count = 2;
   emu.seed = seed;
-  emu_fabric_t fabric(emu);
+  ibv_emu::emu_fabric_t fabric(emu);
   return run_two_ranks_on(fabric, body, context_options);
 }
 
@@ -87,4 +88,4 @@ void post_retrying(sim::rank_env_t& env, backend::net_device_t& device, Op&& op)
   }
 }
 
-}  // namespace lci::backends::ibv
+}  // namespace lci::backend::ibv

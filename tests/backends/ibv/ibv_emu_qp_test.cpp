@@ -12,7 +12,7 @@
 
 #include "tests/backends/ibv/ibv_emu_test_util.hpp"
 
-namespace lci::backends::ibv::testing {
+namespace lci::backend::ibv_emu::testing {
 namespace {
 
 emu_options_t quiet_options(std::uint64_t seed = 1) {
@@ -25,7 +25,7 @@ emu_options_t quiet_options(std::uint64_t seed = 1) {
 
 TEST(IbvEmuQpState, FollowsResetInitRtrRts) {
   emu_pair_t pair(quiet_options());
-  verbs_t& verbs = *pair.a.verbs;
+  ibv::verbs_t& verbs = *pair.a.verbs;
   EXPECT_EQ(pair.a.state(), IBV_QPS_RESET);
   EXPECT_EQ(pair.a.qp->state, IBV_QPS_RESET);
   ASSERT_EQ(qp_to_init(verbs, pair.a.qp, remote_rw), 0);
@@ -41,7 +41,7 @@ TEST(IbvEmuQpState, FollowsResetInitRtrRts) {
 
 TEST(IbvEmuQpState, RefusesSkippedAndBackwardTransitions) {
   emu_pair_t pair(quiet_options());
-  verbs_t& verbs = *pair.a.verbs;
+  ibv::verbs_t& verbs = *pair.a.verbs;
   ibv_qp_attr rtr = rtr_attr(pair.b.lid, pair.b.qp->qp_num, 1);
   ibv_qp_attr rts = rts_attr(1, 3, 7);
   EXPECT_EQ(verbs.modify_qp(pair.a.qp, &rtr, rtr_mask), EINVAL) << "RESET -> RTR";
@@ -59,7 +59,7 @@ TEST(IbvEmuQpState, RefusesSkippedAndBackwardTransitions) {
 
 TEST(IbvEmuQpState, RefusesMissingOrForeignAttributes) {
   emu_pair_t pair(quiet_options());
-  verbs_t& verbs = *pair.a.verbs;
+  ibv::verbs_t& verbs = *pair.a.verbs;
   ibv_qp_attr init{};
   init.qp_state = IBV_QPS_INIT;
   init.port_num = 1;
@@ -88,7 +88,7 @@ TEST(IbvEmuQpState, RefusesMissingOrForeignAttributes) {
 
 TEST(IbvEmuQpState, RefusesValuesOutOfRange) {
   emu_pair_t pair(quiet_options());
-  verbs_t& verbs = *pair.a.verbs;
+  ibv::verbs_t& verbs = *pair.a.verbs;
   ibv_qp_attr init{};
   init.qp_state = IBV_QPS_INIT;
   init.port_num = 2;  // one port per HCA
@@ -127,7 +127,7 @@ TEST(IbvEmuFabricDeathTest, VerbsOfAnHcaOutsideTheFabricAreRefused) {
 // table, and refuse an index past it.
 TEST(IbvEmuGid, QueriesPastTheTableAreEinval) {
   emu_pair_t pair(quiet_options());
-  verbs_t& verbs = *pair.a.verbs;
+  ibv::verbs_t& verbs = *pair.a.verbs;
   const int entries = static_cast<int>(quiet_options().gid_types.size());
   ibv_gid gid{};
   EXPECT_EQ(verbs.query_gid(pair.a.context, 1, entries - 1, &gid), 0);
@@ -144,7 +144,7 @@ TEST(IbvEmuGid, QueriesPastTheTableAreEinval) {
 TEST(IbvEmuQpState, ErrorIsLeftOnlyThroughReset) {
   emu_pair_t pair(quiet_options());
   pair.connect();
-  verbs_t& verbs = *pair.a.verbs;
+  ibv::verbs_t& verbs = *pair.a.verbs;
   ibv_qp_attr error{};
   error.qp_state = IBV_QPS_ERR;
   ASSERT_EQ(verbs.modify_qp(pair.a.qp, &error, IBV_QP_STATE), 0);
@@ -456,7 +456,7 @@ TEST(IbvEmuResources, DestroyingWhatIsInUseIsEbusy) {
 
 TEST(IbvEmuResources, ParentDomainsBindQpsToAThreadDomain) {
   emu_pair_t pair(quiet_options());
-  verbs_t& verbs = *pair.a.verbs;
+  ibv::verbs_t& verbs = *pair.a.verbs;
   ibv_td_init_attr td_init{};
   ibv_td* td = verbs.alloc_td(pair.a.context, &td_init);
   ASSERT_NE(td, nullptr);
@@ -487,4 +487,4 @@ TEST(IbvEmuResources, ParentDomainsBindQpsToAThreadDomain) {
 }
 
 }  // namespace
-}  // namespace lci::backends::ibv::testing
+}  // namespace lci::backend::ibv_emu::testing

@@ -15,7 +15,7 @@
 #include "sim/sim_seed.hpp"
 #include "tests/backends/ibv/ibv_emu_test_util.hpp"
 
-namespace lci::backends::ibv::testing {
+namespace lci::backend::ibv_emu::testing {
 namespace {
 
 emu_options_t seeded(std::uint64_t seed) {
@@ -232,4 +232,4 @@ TEST(IbvEmuRecvLength, MessageOverItsReceiveFailsBothSides) {
 }
 
 }  // namespace
-}  // namespace lci::backends::ibv::testing
+}  // namespace lci::backend::ibv_emu::testing

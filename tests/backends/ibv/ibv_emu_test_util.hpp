@@ -17,7 +17,7 @@
 #include "backends/ibv/ibv_verbs.hpp"
 #include "backends/ibv_emu/ibv_emu_fabric.hpp"
 
-namespace lci::backends::ibv::testing {
+namespace lci::backend::ibv_emu::testing {
 
 struct pair_options_t {
   int cq_depth = 64;
@@ -35,7 +35,7 @@ struct pair_options_t {
 
 // The attributes of each step of RESET -> INIT -> RTR -> RTS, with the
 // masks the spec requires.
-inline int qp_to_init(verbs_t& verbs, ibv_qp* qp, int access) {
+inline int qp_to_init(ibv::verbs_t& verbs, ibv_qp* qp, int access) {
   ibv_qp_attr attr{};
   attr.qp_state = IBV_QPS_INIT;
   attr.pkey_index = 0;
@@ -72,7 +72,7 @@ inline ibv_qp_attr rts_attr(std::uint8_t timeout, std::uint8_t retry_cnt, std::u
   return attr;
 }
 
-inline ibv_qp_state qp_state_of(verbs_t& verbs, ibv_qp* qp) {
+inline ibv_qp_state qp_state_of(ibv::verbs_t& verbs, ibv_qp* qp) {
   ibv_qp_attr attr{};
   ibv_qp_init_attr init{};
   EXPECT_EQ(verbs.query_qp(qp, &attr, IBV_QP_STATE, &init), 0);
@@ -81,7 +81,7 @@ inline ibv_qp_state qp_state_of(verbs_t& verbs, ibv_qp* qp) {
 
 // One HCA's resources.
 struct side_t {
-  verbs_t* verbs = nullptr;
+  ibv::verbs_t* verbs = nullptr;
   ibv_context* context = nullptr;
   ibv_pd* pd = nullptr;
   ibv_cq* cq = nullptr;
@@ -198,7 +198,7 @@ class emu_pair_t {
  private:
   void open(side_t* side, int hca) {
     side->verbs = &fabric.verbs(hca);
-    verbs_t& verbs = *side->verbs;
+    ibv::verbs_t& verbs = *side->verbs;
     int devices_count = 0;
     ibv_device** devices = verbs.get_device_list(&devices_count);
     ASSERT_EQ(devices_count, 1);
@@ -234,7 +234,7 @@ class emu_pair_t {
     ASSERT_NE(side->qp, nullptr) << "create_qp errno " << errno;
   }
   void close(side_t* side) {
-    verbs_t& verbs = *side->verbs;
+    ibv::verbs_t& verbs = *side->verbs;
     if (side->qp != nullptr) {
       EXPECT_EQ(verbs.destroy_qp(side->qp), 0);
     }
@@ -259,4 +259,4 @@ class emu_pair_t {
 constexpr int local_rw = IBV_ACCESS_LOCAL_WRITE;
 constexpr int remote_rw = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
 
-}  // namespace lci::backends::ibv::testing
+}  // namespace lci::backend::ibv_emu::testing

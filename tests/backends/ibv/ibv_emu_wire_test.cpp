@@ -15,7 +15,7 @@
 #include "sim/sim_seed.hpp"
 #include "tests/backends/ibv/ibv_emu_test_util.hpp"
 
-namespace lci::backends::ibv::testing {
+namespace lci::backend::ibv_emu::testing {
 namespace {
 
 emu_options_t seeded(std::uint64_t seed) {
@@ -132,7 +132,7 @@ std::pair<ibv_qp*, ibv_qp*> add_connected_qps(emu_pair_t& pair) {
   };
   ibv_qp* qa = make(pair.a);
   ibv_qp* qb = make(pair.b);
-  auto up = [](verbs_t& verbs, ibv_qp* qp, std::uint16_t lid, std::uint32_t qp_num) {
+  auto up = [](ibv::verbs_t& verbs, ibv_qp* qp, std::uint16_t lid, std::uint32_t qp_num) {
     EXPECT_EQ(qp_to_init(verbs, qp, remote_rw), 0);
     ibv_qp_attr rtr = rtr_attr(lid, qp_num, 1);
     EXPECT_EQ(verbs.modify_qp(qp, &rtr, rtr_mask), 0);
@@ -144,7 +144,7 @@ std::pair<ibv_qp*, ibv_qp*> add_connected_qps(emu_pair_t& pair) {
   return {qa, qb};
 }
 
-int post_inline_send(verbs_t& verbs, ibv_qp* qp, std::uint32_t value) {
+int post_inline_send(ibv::verbs_t& verbs, ibv_qp* qp, std::uint32_t value) {
   ibv_sge sge{reinterpret_cast<std::uint64_t>(&value), sizeof(value), 0};
   ibv_send_wr wr{};
   wr.wr_id = value;
@@ -367,4 +367,4 @@ TEST(IbvEmuDeterminism, SameSeedSameRunOtherSeedOtherRun) {
 }
 
 }  // namespace
-}  // namespace lci::backends::ibv::testing
+}  // namespace lci::backend::ibv_emu::testing

@@ -12,7 +12,7 @@
 
 #include "backends/ibv/ibv_verbs.hpp"
 
-namespace lci::backends::ibv {
+namespace lci::backend::ibv {
 
 class forwarding_verbs_t : public verbs_t {
  public:
@@ -82,4 +82,4 @@ class forwarding_verbs_t : public verbs_t {
   verbs_t& base_;
 };
 
-}  // namespace lci::backends::ibv
+}  // namespace lci::backend::ibv

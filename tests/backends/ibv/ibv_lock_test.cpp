@@ -30,11 +30,13 @@
 #include "tests/backends/ibv/ibv_device_test_util.hpp"
 #include "tests/backends/ibv/ibv_forwarding_verbs.hpp"
 
-namespace lci::backends::ibv {
+namespace lci::backend::ibv {
 namespace {
 
 using backend::net_device_attr_t;
 using backend::net_ibv_td_t;
+using ibv_emu::emu_fabric_t;
+using ibv_emu::emu_options_t;
 
 const char* td_name(net_ibv_td_t td) {
   switch (td) {
@@ -341,4 +343,4 @@ TEST(IbvLocks, ThreadsShareOneDevice) {
 }
 
 }  // namespace
-}  // namespace lci::backends::ibv
+}  // namespace lci::backend::ibv

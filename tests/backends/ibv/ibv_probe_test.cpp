@@ -11,7 +11,7 @@ namespace {
 // Either devices are listed, or none are and the reason is stated: a machine
 // without RDMA must produce a clear error, never a crash.
 TEST(IbvProbe, ListsDevicesOrExplainsWhyNot) {
-  const auto result = lci::backends::ibv::probe();
+  const auto result = lci::backend::ibv::probe();
   if (result.devices.empty()) {
     EXPECT_FALSE(result.error.empty());
   } else {
@@ -23,11 +23,11 @@ TEST(IbvProbe, ListsDevicesOrExplainsWhyNot) {
 // Over a verbs table with devices (the emulated fabric: one device per
 // HCA table), each listed device is named, and nothing past the list.
 TEST(IbvProbe, NamesEveryListedDevice) {
-  lci::backends::ibv::emu_options_t emu;
+  lci::backend::ibv_emu::emu_options_t emu;
   emu.hcas_count = 2;
-  lci::backends::ibv::emu_fabric_t fabric(emu);
+  lci::backend::ibv_emu::emu_fabric_t fabric(emu);
   for (int hca = 0; hca < emu.hcas_count; ++hca) {
-    const auto result = lci::backends::ibv::probe(fabric.verbs(hca));
+    const auto result = lci::backend::ibv::probe(fabric.verbs(hca));
     EXPECT_TRUE(result.error.empty()) << result.error;
     ASSERT_EQ(result.devices.size(), 1u);
     EXPECT_EQ(result.devices[0], "emu" + std::to_string(hca));

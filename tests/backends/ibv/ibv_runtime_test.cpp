@@ -131,7 +131,7 @@ TEST(IbvRuntime, SendRecvEverySizeTwoRanks) {
 TEST(IbvRuntime, IbvAttributesReachTheDevice) {
   const std::uint64_t seed = lci::sim::seed_from_env(4);
   lci::sim::run_options_t options = lci::sim::default_run_options(seed);
-  lci::backends::ibv::emu_options_t emu;
+  lci::backend::ibv_emu::emu_options_t emu;
   emu.ethernet = true;
   emu.gid_types = {IBV_GID_TYPE_ROCE_V1, IBV_GID_TYPE_ROCE_V2, IBV_GID_TYPE_ROCE_V2};
   emu.odp = true;
@@ -191,7 +191,7 @@ TEST(IbvRuntime, IbvAttributesReachTheDevice) {
   }
   // The second device's thread domains: one per QP.
   EXPECT_EQ(fabric->stats().thread_domains - tds_before, 8u);
-  const lci::backends::ibv::emu_stats_t stats = fabric->stats();
+  const lci::backend::ibv_emu::emu_stats_t stats = fabric->stats();
   EXPECT_GE(stats.odp_registrations, 2u);
   EXPECT_EQ(stats.prefetches_write, 2u) << "one per register_memory";
 }

@@ -35,8 +35,8 @@
 
 namespace {
 
-using lci::backends::ibv::emu_options_t;
-using lci::backends::ibv::emu_stats_t;
+using lci::backend::ibv_emu::emu_options_t;
+using lci::backend::ibv_emu::emu_stats_t;
 using lci::soak::device_mode_t;
 using lci::soak::soak_options_t;
 

@@ -9,7 +9,7 @@
 
 #include <vector>
 
-namespace lci::backends::ofi {
+namespace lci::backend::ofi {
 namespace {
 
 // As shm numbers a later device's addresses: from where an earlier one
@@ -47,4 +47,4 @@ TEST(OfiAddressRanks, AnAvTableIndexIsBelowAvAddressMax) {
 }
 
 }  // namespace
-}  // namespace lci::backends::ofi
+}  // namespace lci::backend::ofi

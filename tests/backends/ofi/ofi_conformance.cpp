@@ -38,7 +38,7 @@ namespace {
 // This process: its bootstrap and ofi context, set up by main().
 struct process_t {
   std::unique_ptr<bootstrap::bootstrap_t> bootstrap;
-  std::unique_ptr<backends::ofi::ofi_context_t> context;
+  std::unique_ptr<backend::ofi::ofi_context_t> context;
   std::size_t allgathers_count = 0;  // names each allgather's bootstrap key
 };
 process_t* g_process = nullptr;
@@ -214,7 +214,7 @@ int main(int argc, char** argv) {
   ::testing::InitGoogleTest(&argc, argv);
   lci::conformance::process_t process;
   process.bootstrap = lci::bootstrap::open_bootstrap();
-  process.context = std::make_unique<lci::backends::ofi::ofi_context_t>(
+  process.context = std::make_unique<lci::backend::ofi::ofi_context_t>(
       *process.bootstrap, lci::conformance::provider_from_env());
   lci::conformance::g_process = &process;
   std::printf("rank %d of %d: libfabric provider %s\n", process.context->rank_me(),

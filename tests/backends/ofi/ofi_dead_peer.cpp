@@ -96,7 +96,7 @@ void check_crash_fault(const net_status_t& status, net_opcode_t opcode) {
 int main() {
   const auto bootstrap = lci::bootstrap::open_bootstrap();
   if (bootstrap->rank_n() != 2) fail("run with 2 ranks");
-  lci::backends::ofi::ofi_context_t context(*bootstrap, lci::conformance::provider_from_env());
+  lci::backend::ofi::ofi_context_t context(*bootstrap, lci::conformance::provider_from_env());
   std::unique_ptr<net_device_t> device = context.alloc_device({});
   std::vector<char> exposed(64);
   net_mr_t exposed_mr = register_or_fail(*device, exposed.data(), exposed.size());

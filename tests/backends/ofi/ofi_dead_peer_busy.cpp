@@ -228,7 +228,7 @@ int run_client(net_device_t& device) {
 int main() {
   const auto bootstrap = lci::bootstrap::open_bootstrap();
   if (bootstrap->rank_n() != 3) fail(bootstrap->rank_me(), "run with 3 ranks");
-  lci::backends::ofi::ofi_context_t context(*bootstrap, lci::conformance::provider_from_env());
+  lci::backend::ofi::ofi_context_t context(*bootstrap, lci::conformance::provider_from_env());
   std::unique_ptr<net_device_t> device = context.alloc_device({});
   bootstrap->barrier();
   switch (bootstrap->rank_me()) {

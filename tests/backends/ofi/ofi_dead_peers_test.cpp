@@ -26,7 +26,7 @@
 #include "backends/ofi/ofi_peers.hpp"
 #include "lci/bootstrap/bootstrap.hpp"
 
-namespace lci::backends::ofi {
+namespace lci::backend::ofi {
 namespace {
 
 using backend::net_device_t;
@@ -174,4 +174,4 @@ INSTANTIATE_TEST_SUITE_P(Providers, OfiDeadPeers, ::testing::Values("shm", "tcp;
                          });
 
 }  // namespace
-}  // namespace lci::backends::ofi
+}  // namespace lci::backend::ofi

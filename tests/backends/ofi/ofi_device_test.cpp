@@ -22,7 +22,7 @@
 #include "backends/ofi/ofi_device.hpp"
 #include "lci/bootstrap/bootstrap.hpp"
 
-namespace lci::backends::ofi {
+namespace lci::backend::ofi {
 namespace {
 
 using backend::net_device_attr_t;
@@ -503,4 +503,4 @@ INSTANTIATE_TEST_SUITE_P(Providers, OfiDevice, ::testing::Values("shm", "tcp;ofi
                          });
 
 }  // namespace
-}  // namespace lci::backends::ofi
+}  // namespace lci::backend::ofi

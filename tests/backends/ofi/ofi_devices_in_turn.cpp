@@ -17,7 +17,7 @@
 int main(int argc, char** argv) {
   const int devices = argc > 1 ? std::atoi(argv[1]) : 20;
   const auto bootstrap = lci::bootstrap::open_bootstrap();
-  lci::backends::ofi::ofi_context_t context(*bootstrap, lci::conformance::provider_from_env());
+  lci::backend::ofi::ofi_context_t context(*bootstrap, lci::conformance::provider_from_env());
   for (int i = 0; i < devices; ++i) {
     try {
       const std::unique_ptr<lci::backend::net_device_t> device = context.alloc_device({});

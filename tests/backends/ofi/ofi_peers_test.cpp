@@ -5,7 +5,7 @@
 
 #include <gtest/gtest.h>
 
-namespace lci::backends::ofi {
+namespace lci::backend::ofi {
 namespace {
 
 using detail::process_state_of;
@@ -33,4 +33,4 @@ TEST(OfiPeers, ALineWithoutAStateIsUnknown) {
 }
 
 }  // namespace
-}  // namespace lci::backends::ofi
+}  // namespace lci::backend::ofi

@@ -12,7 +12,7 @@
 #include "backends/backend.hpp"
 #include "backends/ofi/ofi_op_table.hpp"
 
-namespace lci::backends::ofi {
+namespace lci::backend::ofi {
 namespace {
 
 using backend::net_opcode_t;
@@ -61,4 +61,4 @@ TEST(OfiRepostLimits, AnRmaOfAnyLength) {
 }
 
 }  // namespace
-}  // namespace lci::backends::ofi
+}  // namespace lci::backend::ofi
