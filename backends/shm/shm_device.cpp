@@ -3,9 +3,11 @@
 #include <signal.h>
 #include <sys/uio.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <limits>
 #include <stdexcept>
 #include <string>
 
@@ -43,6 +45,9 @@ wire_kind_t kind_of(const wire_message_t& message) {
 std::uint32_t make_kind(wire_kind_t kind, std::uint32_t generation) {
   return static_cast<std::uint32_t>(kind) | ((generation & generation_mask) << kind_bits);
 }
+
+// The largest put or get (as the ofi backend's: a 32-bit length).
+constexpr std::size_t msg_size_cap = std::numeric_limits<std::uint32_t>::max();
 
 std::size_t round_up(std::size_t bytes, std::size_t unit) { return (bytes + unit - 1) / unit * unit; }
 
@@ -203,10 +208,9 @@ shm_device_t::shm_device_t(shm_context_t& context, const net_device_attr_t& requ
       early_(std::move(early)),
       reported_dead_(context.locality().local_ranks.size(), false) {
   const net_device_attr_t defaults = context.device_defaults();
-  attr_.max_msg_size = fragment_bytes;
-  if (requested.max_msg_size != 0 && requested.max_msg_size < fragment_bytes) {
-    attr_.max_msg_size = requested.max_msg_size;
-  }
+  // put and get move any size (CMA); a send is held to a fragment.
+  attr_.max_msg_size = requested.max_msg_size != 0 ? std::min(requested.max_msg_size, msg_size_cap)
+                                                   : msg_size_cap;
   attr_.inject_size_max = context.queue(local_rank_me_, slot).payload_bytes_max();
   attr_.supports_put_imm = true;
   attr_.requires_local_mr = false;
@@ -268,8 +272,9 @@ std::uint32_t shm_device_t::find_fragment() {
 
 error_t shm_device_t::send(const char* op, int rank, const void* buffer, std::size_t size,
                            net_imm_data_t imm_data, void* user_context, bool completes) {
-  const int local_rank =
-      check_target(op, rank, buffer, size, completes ? attr_.max_msg_size : attr_.inject_size_max);
+  const int local_rank = check_target(
+      op, rank, buffer, size,
+      completes ? std::min(attr_.max_msg_size, fragment_bytes) : attr_.inject_size_max);
   return util::try_locked(lock_, [&]() -> error_t {
     // An "s" post completes only on a fault; keep room for one either way.
     if (!ring_has_room(1)) return errorcode_t::retry_nomem;

@@ -12,8 +12,9 @@
 //              that rank's device (the sender) and freed by the receiver
 //              once it copied the message out.
 // A send of up to the queue's slot payload travels in its slot; a larger
-// one (up to fragment_bytes) is copied into one of the sender's fragments
-// and the slot names it. put/get use cross-memory attach (CMA,
+// one (up to fragment_bytes: a larger post_send is std::invalid_argument,
+// although max_msg_size, which put and get honour, is larger) is copied
+// into one of the sender's fragments and the slot names it. put/get use cross-memory attach (CMA,
 // shm_cma.hpp) to the pid the locality exchange named; a put's signal
 // (putImm) is a queue message sent after the write.
 //

@@ -1,9 +1,13 @@
-// The backend conformance suite over the shm device, as real processes on
-// one node. Started by tools/lcirun -n N (tests/backends/shm/BUILD), each
-// process is one rank (tests/backends/conformance/process_rank_ctx.hpp) of
-// a shm_context_t. Skipped: tests written for another rank count; the
-// protection-fault test, since cross-memory attach writes wherever a key
-// points (the device says bad_rkey_fails_alone = false); and the RMA tests
+// The backend conformance suite over the shm device, as real processes.
+// Started by tools/lcirun -n N (tests/backends/shm/BUILD), each process is
+// one rank (tests/backends/conformance/process_rank_ctx.hpp) of a
+// shm_context_t (every rank on this node), or with the argument "route" of
+// the network a process opens, open_process_network() with shm enabled:
+// shared memory for the ranks of a node, this build's backend for the
+// others (LCI_LOCALITY_RANKS_PER_NODE makes both carry traffic). Skipped:
+// tests written for another rank count; the protection-fault test, since
+// cross-memory attach writes wherever a key points (the device says
+// bad_rkey_fails_alone = false); and, on a shm_context_t, the RMA tests
 // where the node refuses CMA.
 #include <gtest/gtest.h>
 
@@ -12,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/linked_backends.hpp"
 #include "backends/shm/shm_device.hpp"
 #include "lci/bootstrap/bootstrap.hpp"
 #include "lci/bootstrap/locality.hpp"
@@ -22,7 +27,7 @@ namespace lci::conformance {
 namespace {
 
 process_t g_process;  // set up by main()
-backend::shm::shm_context_t* g_shm = nullptr;  // g_process.context
+backend::shm::shm_context_t* g_shm = nullptr;  // g_process.context, unless routed
 
 std::string skip_reason(const std::string& test_name) {
   if (test_name == "RmaProtectionFaults") {
@@ -31,7 +36,9 @@ std::string skip_reason(const std::string& test_name) {
   }
   const bool rma = test_name == "PutAndPutImm" || test_name == "InjectPutsAndPutImms" ||
                    test_name == "ZeroBytePuts" || test_name == "Get";
-  if (rma && !g_shm->cma_available()) return "cross-memory attach is refused on this node";
+  if (rma && g_shm != nullptr && !g_shm->cma_available()) {
+    return "cross-memory attach is refused on this node";
+  }
   return "";
 }
 
@@ -46,12 +53,20 @@ int main(int argc, char** argv) {
   ::testing::InitGoogleTest(&argc, argv);
   lci::conformance::process_t& process = lci::conformance::g_process;
   process.bootstrap = lci::bootstrap::open_bootstrap();
-  const lci::bootstrap::locality_t locality = lci::bootstrap::exchange_locality(*process.bootstrap);
-  auto context = std::make_unique<lci::backend::shm::shm_context_t>(*process.bootstrap, locality);
-  lci::conformance::g_shm = context.get();
-  process.context = std::move(context);
-  std::printf("rank %d of %d: cma %s\n", process.context->rank_me(), process.context->rank_n(),
-              lci::conformance::g_shm->cma_available() ? "available" : "refused");
+  if (argc > 1 && std::string(argv[1]) == "route") {
+    lci::backend::net_context_args_t args;
+    args.bootstrap = process.bootstrap.get();
+    process.context = lci::backend::open_process_network("", args, /*shm_enable=*/true);
+    std::printf("rank %d of %d: routed\n", process.context->rank_me(), process.context->rank_n());
+  } else {
+    const lci::bootstrap::locality_t locality =
+        lci::bootstrap::exchange_locality(*process.bootstrap);
+    auto context = std::make_unique<lci::backend::shm::shm_context_t>(*process.bootstrap, locality);
+    lci::conformance::g_shm = context.get();
+    process.context = std::move(context);
+    std::printf("rank %d of %d: cma %s\n", process.context->rank_me(), process.context->rank_n(),
+                lci::conformance::g_shm->cma_available() ? "available" : "refused");
+  }
   const int result = RUN_ALL_TESTS();
   // Every rank has finished before any unmaps the segment.
   process.bootstrap->barrier();

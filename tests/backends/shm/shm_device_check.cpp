@@ -2,7 +2,7 @@
 // processes under tools/lcirun (tests/backends/shm/BUILD). Modes (the first
 // argument):
 //   fragments  every rank sends `messages_n` messages with post_send to the
-//              next rank, of sizes up to max_msg_size (most above the slot
+//              next rank, of sizes up to fragment_bytes (most above the slot
 //              payload, so through fragments, more at once than a pool
 //              holds), into fewer receive buffers than messages; each
 //              arrives once with its bytes, and each send completes once.
@@ -84,7 +84,7 @@ int run_fragments(lci::bootstrap::bootstrap_t& bootstrap, net_device_t& device) 
   const int rank = bootstrap.rank_me();
   const int next = (rank + 1) % bootstrap.rank_n();
   const int previous = (rank + bootstrap.rank_n() - 1) % bootstrap.rank_n();
-  const std::size_t size_max = device.attr().max_msg_size;
+  const std::size_t size_max = lci::backend::shm::fragment_bytes;  // the largest send
   auto size_of = [&](std::size_t seq) { return (seq * 7919 + 1) % (size_max + 1); };
   constexpr std::size_t buffers_n = 4;
   std::vector<std::vector<char>> buffers(buffers_n, std::vector<char>(size_max));
