@@ -91,6 +91,7 @@ class route_device_t final : public net_device_t {
     const bool shm_first = (poll_turn_.fetch_add(1, util::mo_relaxed) & 1) == 0;
     std::size_t count = 0;
     for (const bool on_network : {!shm_first, shm_first}) {
+      if (count == statuses_max) break;
       net_device_t& device = on_network ? *network_ : *shm_;
       const std::size_t polled = device.poll_comp(statuses + count, statuses_max - count);
       count += settle(on_network, statuses + count, polled);
