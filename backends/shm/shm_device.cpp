@@ -81,6 +81,37 @@ int cma_transfer(pid_t pid, void* local, std::uintptr_t remote, std::size_t size
   return 0;
 }
 
+// A queue of at most `capacity` values, allocated once: the data path
+// allocates nothing. The caller checks room (full() is a logic error).
+template <typename T>
+class fixed_ring_t {
+ public:
+  explicit fixed_ring_t(std::size_t capacity) : values_(std::max<std::size_t>(capacity, 1)) {}
+  bool empty() const { return size_ == 0; }
+  bool full() const { return size_ == values_.size(); }
+  std::size_t size() const { return size_; }
+  T& front() { return values_[first_]; }
+  void push_back(const T& value) {
+    LCI_ASSERT(!full(), "shm device: a fixed ring overflows");
+    values_[(first_ + size_++) % values_.size()] = value;
+  }
+  void push_front(const T& value) {
+    LCI_ASSERT(!full(), "shm device: a fixed ring overflows");
+    first_ = (first_ + values_.size() - 1) % values_.size();
+    values_[first_] = value;
+    ++size_;
+  }
+  void pop_front() {
+    first_ = (first_ + 1) % values_.size();
+    --size_;
+  }
+
+ private:
+  std::vector<T> values_;
+  std::size_t first_ = 0;
+  std::size_t size_ = 0;
+};
+
 net_status_t local_status(net_opcode_t opcode, int rank, std::size_t length, void* user_context) {
   net_status_t status;
   status.opcode = opcode;
@@ -162,6 +193,8 @@ class shm_device_t final : public net_device_t {
     void* user_context;
   };
 
+  static net_device_attr_t resolve(shm_context_t& context, const net_device_attr_t& requested,
+                                   int slot);
   // Checks the target; -1 when it is dead (the post then fails with
   // peer_crashed), else its local rank.
   int check_target(const char* op, int rank, const void* buffer, std::size_t size,
@@ -170,7 +203,9 @@ class shm_device_t final : public net_device_t {
                net_imm_data_t imm_data, void* user_context, bool completes);
   error_t rma(const rma_t& post);
   // Under lock_: whether the completion ring has room for `count` more.
-  bool ring_has_room(std::size_t count) const { return ring_.size() + count <= attr_.net_max_cqes; }
+  bool ring_has_room(std::size_t count) const {
+    return ring_.size() + count <= attr_.net_max_cqes;
+  }
   void complete(const net_status_t& status) { ring_.push_back(status); }
   void fail_dead(int rank, void* user_context, net_opcode_t opcode);
   // A free fragment of this device's pool, or fragments_per_pool.
@@ -188,13 +223,16 @@ class shm_device_t final : public net_device_t {
   const int slot_;
   const std::uint32_t generation_;
   const int local_rank_me_;
-  net_device_attr_t attr_;
+  const net_device_attr_t attr_;
   util::spinlock_t lock_;  // guards everything below
-  std::deque<net_status_t> ring_;  // local completions, at most net_max_cqes
-  std::deque<posted_recv_t> recvs_;  // at most net_max_recvs
+  // Local completions: net_max_cqes for posts, and room for one peer_down
+  // per local rank.
+  fixed_ring_t<net_status_t> ring_;
+  fixed_ring_t<posted_recv_t> recvs_;  // at most net_max_recvs
   // Popped but not delivered yet: held for this device before it existed,
-  // or waiting for a receive buffer.
-  std::deque<wire_message_t> early_;
+  // or the one waiting for a receive buffer (taken from here first, so
+  // one more than were held).
+  fixed_ring_t<wire_message_t> early_;
   std::vector<bool> reported_dead_;  // by local rank
   std::uint32_t fragment_cursor_ = 0;
 };
@@ -205,22 +243,31 @@ shm_device_t::shm_device_t(shm_context_t& context, const net_device_attr_t& requ
       slot_(slot),
       generation_(generation & generation_mask),
       local_rank_me_(context.locality().local_rank_me),
-      early_(std::move(early)),
+      attr_(resolve(context, requested, slot)),
+      ring_(attr_.net_max_cqes + context.locality().local_ranks.size()),
+      recvs_(attr_.net_max_recvs),
+      early_(early.size() + 1),
       reported_dead_(context.locality().local_ranks.size(), false) {
+  for (const wire_message_t& message : early) early_.push_back(message);
+}
+
+net_device_attr_t shm_device_t::resolve(shm_context_t& context,
+                                          const net_device_attr_t& requested, int slot) {
   const net_device_attr_t defaults = context.device_defaults();
+  net_device_attr_t attr;
   // put and get move any size (CMA); a send is held to a fragment.
-  attr_.max_msg_size = requested.max_msg_size != 0 ? std::min(requested.max_msg_size, msg_size_cap)
-                                                   : msg_size_cap;
-  attr_.inject_size_max = context.queue(local_rank_me_, slot).payload_bytes_max();
-  attr_.supports_put_imm = true;
-  attr_.requires_local_mr = false;
-  attr_.bad_rkey_fails_alone = false;  // CMA cannot tell a stale key
-  attr_.net_max_sends = queue_slots_count;
-  attr_.net_max_recvs = requested.net_max_recvs != 0 ? requested.net_max_recvs
-                                                     : defaults.net_max_recvs;
-  attr_.net_max_cqes = requested.net_max_cqes != 0 ? requested.net_max_cqes
-                                                   : defaults.net_max_cqes;
-  attr_.supports_multi_recv = false;
+  attr.max_msg_size = requested.max_msg_size != 0 ? std::min(requested.max_msg_size, msg_size_cap)
+                                                  : msg_size_cap;
+  attr.inject_size_max = context.queue(context.locality().local_rank_me, slot).payload_bytes_max();
+  attr.supports_put_imm = true;
+  attr.requires_local_mr = false;
+  attr.bad_rkey_fails_alone = false;  // CMA cannot tell a stale key
+  attr.net_max_sends = queue_slots_count;
+  attr.net_max_recvs =
+      requested.net_max_recvs != 0 ? requested.net_max_recvs : defaults.net_max_recvs;
+  attr.net_max_cqes = requested.net_max_cqes != 0 ? requested.net_max_cqes : defaults.net_max_cqes;
+  attr.supports_multi_recv = false;
+  return attr;
 }
 
 error_t shm_device_t::post_recv(void* buffer, std::size_t size, net_mr_t mr,
