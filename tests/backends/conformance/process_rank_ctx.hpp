@@ -2,8 +2,9 @@
 // rank): process_t holds the process's bootstrap and the context under test,
 // process_rank_ctx_t runs the suite's collectives over the bootstrap while it
 // polls the rank's endpoints, and process_case() makes the backend_case_t of
-// a binary whose main() set up the process_t. Tests written for a rank count
-// other than the job's are skipped.
+// a binary whose main() set up the process_t (and ends with
+// run_all_then_close()). Tests written for a rank count other than the
+// job's are skipped.
 //
 // A failing body prints its failure and ends the process at once (exit 1):
 // its peers would otherwise wait for it in the next collective. lcirun then
@@ -184,6 +185,17 @@ inline backend_case_t process_case(
     }
     return skip_reason ? skip_reason(test_name) : "";
   };
+  return result;
+}
+
+// main()'s end: runs every test, then closes the context once every rank
+// is done with it, and the bootstrap; returns RUN_ALL_TESTS()'s result.
+inline int run_all_then_close(process_t& process) {
+  const int result = RUN_ALL_TESTS();
+  // Every rank has finished before any closes its network.
+  process.bootstrap->barrier();
+  process.context.reset();
+  process.bootstrap.reset();
   return result;
 }
 

@@ -25,7 +25,7 @@ namespace lci::conformance {
 namespace {
 
 process_t g_process;  // set up by main()
-backends::ofi::ofi_context_t* g_ofi = nullptr;  // g_process.context
+backends::ofi::ofi_context_t* g_ofi = nullptr;  // g_process.context, while it lives
 
 std::string skip_reason(const std::string& test_name) {
   if (test_name == "RmaProtectionFaults" && g_ofi->provider_name() == "shm") {
@@ -63,11 +63,5 @@ int main(int argc, char** argv) {
   process.context = std::move(context);
   std::printf("rank %d of %d: libfabric provider %s\n", process.context->rank_me(),
               process.context->rank_n(), lci::conformance::g_ofi->provider_name().c_str());
-  const int result = RUN_ALL_TESTS();
-  // Every rank has finished before any closes its fabric.
-  process.bootstrap->barrier();
-  process.context.reset();
-  lci::conformance::g_ofi = nullptr;
-  process.bootstrap.reset();
-  return result;
+  return lci::conformance::run_all_then_close(process);
 }

@@ -27,7 +27,8 @@ namespace lci::conformance {
 namespace {
 
 process_t g_process;  // set up by main()
-backend::shm::shm_context_t* g_shm = nullptr;  // g_process.context, unless routed
+// g_process.context while it lives, unless routed.
+backend::shm::shm_context_t* g_shm = nullptr;
 
 std::string skip_reason(const std::string& test_name) {
   if (test_name == "RmaProtectionFaults") {
@@ -67,11 +68,5 @@ int main(int argc, char** argv) {
     std::printf("rank %d of %d: cma %s\n", process.context->rank_me(), process.context->rank_n(),
                 lci::conformance::g_shm->cma_available() ? "available" : "refused");
   }
-  const int result = RUN_ALL_TESTS();
-  // Every rank has finished before any unmaps the segment.
-  process.bootstrap->barrier();
-  process.context.reset();
-  lci::conformance::g_shm = nullptr;
-  process.bootstrap.reset();
-  return result;
+  return lci::conformance::run_all_then_close(process);
 }
