@@ -17,7 +17,11 @@ process; tests written for another rank count skip. `checks` are further
 program_test.sh arguments (--expect ..., --status ...), `args` the program's
 own arguments. The tests build only with --config=ofi (default builds skip
 them as incompatible) and are tagged "real_network"; CI runs them with
-`--test_tag_filters=real_network` (.ci/run). shm runs are also "exclusive":
+`--test_tag_filters=real_network` (.ci/run). Their ranks keep off the
+shm device (LCI_ATTR_SHM_ENABLE=0, unless `env` says otherwise), so that
+the provider carries their traffic. local_job_test, below, runs a program
+the same way with no provider and no config, over shared memory in a
+default build. shm runs are also "exclusive":
 two shm jobs at once on this machine made devices fail to open
 (fi_enable: EBUSY, libfabric 1.17), one alone never did.
 """
@@ -51,7 +55,9 @@ def real_network_tests(
       timeout_s: lcirun --timeout (the job is ended after it).
       grace_s: lcirun --grace (seconds the ranks get after one failed).
       size: Bazel size of each sh_test.
-      env: environment of each run (lcirun passes it to every rank).
+      env: environment of each run (lcirun passes it to every rank);
+        LCI_ATTR_SHM_ENABLE is "0" unless it names it, so that local ranks
+        talk through the provider under test, not the shm device.
       tags: extra tags.
     """
     program_args = []
@@ -88,7 +94,7 @@ def real_network_tests(
                 "//tools:lcirun",
             ],
             target_compatible_with = only_with("//config:ofi_enabled"),
-            env = env,
+            env = dict({"LCI_ATTR_SHM_ENABLE": "0"}, **env),
             tags = ["real_network"] + tags + (["exclusive"] if provider == "shm" else []),
         )
 
@@ -134,3 +140,44 @@ def repeated_runs_tests(
                 tags = tags,
                 **kwargs
             )
+
+def local_job_test(name, program, ranks, args = [], checks = [], timeout_s = 45, size = "small"):
+    """An sh_test running `program` as `ranks` processes under tools/lcirun.
+
+    The network is whatever the build and the environment give a process
+    (tools/program_test.sh with no provider): in a default build, shared
+    memory between the ranks of this node (docs/backends/shm.md). Runs in
+    every configuration; not tagged real_network.
+
+    Args:
+      name: the test's name.
+      program: label of the binary.
+      ranks: processes of the job.
+      args: arguments of the program.
+      checks: program_test.sh arguments (--expect ..., --expect-lines ...).
+      timeout_s: lcirun --timeout.
+      size: Bazel size of the sh_test.
+    """
+    program_args = []
+    for arg in args:
+        program_args += ["--arg", arg]
+    native.sh_test(
+        name = name,
+        size = size,
+        srcs = ["//tools:program_test.sh"],
+        args = [
+            "--lcirun",
+            "$(rootpath //tools:lcirun)",
+            "-n",
+            str(ranks),
+            "--provider",
+            "''",
+            "--timeout",
+            str(timeout_s),
+            "$(rootpath %s)" % program,
+        ] + program_args + checks,
+        data = [
+            program,
+            "//tools:lcirun",
+        ],
+    )

@@ -51,7 +51,8 @@ class process_host_t final : public host_t {
 
 // The network context of a real backend of this build over `bootstrap`
 // (collective), chosen and configured by the net context attributes
-// (LCI_ATTR_BACKEND, ...); throws std::runtime_error when no real backend
+// (LCI_ATTR_BACKEND, ...), with shared memory between the ranks of a node
+// unless LCI_ATTR_SHM_ENABLE=0; throws std::runtime_error when no real backend
 // is compiled in, the one named is not, or it fails to open.
 std::unique_ptr<backend::net_context_t> open_real_network(bootstrap::bootstrap_t& bootstrap) {
   const attr_net_context_t attr = get_default_attr_net_context();
@@ -62,7 +63,9 @@ std::unique_ptr<backend::net_context_t> open_real_network(bootstrap::bootstrap_t
   // backend = none: the best backend of this build that opens.
   const std::string name =
       attr.backend == attr_backend_t::none ? std::string() : get_attr_backend_str(attr.backend);
-  return backend::linked_backends().open(name, args);
+  // shm_enable: read once, as the network opens once (device_impl.cpp
+  // refuses a device that asks otherwise).
+  return backend::open_process_network(name, args, get_default_attr_device().shm_enable);
 }
 
 // What process_host() creates. Destroyed bottom-up: the host (and a global

@@ -49,6 +49,9 @@ void check_supported(const attr_net_context_t& attr, bool network_reads_ibv, con
 
 void check_supported(const attr_device_t& attr, bool network_reads_ibv, const char* op) {
   check_refused(attr, network_reads_ibv, op);
+  const auto text = [](bool value) { return std::string(value ? "true" : "false"); };
+  check_process_value(op, "shm_enable", text(attr.shm_enable), "LCI_ATTR_SHM_ENABLE",
+                      text(get_default_attr_device().shm_enable));
   // Upstream asserts the same bound.
   if (attr.ofi_lock_mode >= LCI_NET_TRYLOCK_MAX) {
     throw std::invalid_argument(std::string(op) + ": ofi_lock_mode = " +

@@ -19,9 +19,10 @@
 // and are refused like the others where it does not (ofi, the simulator).
 //
 // The network a process (or simulated rank) runs on is opened once, before
-// any runtime, from the process's LCI_ATTR_DEVICE_NAME and
-// LCI_ATTR_OFI_PROVIDER_NAME (or set_g_default_attr): a runtime or net
-// context may repeat those values but not name others.
+// any runtime, from the process's LCI_ATTR_DEVICE_NAME,
+// LCI_ATTR_OFI_PROVIDER_NAME and LCI_ATTR_SHM_ENABLE (or
+// set_g_default_attr): a runtime, net context or device may repeat those
+// values but not name others.
 //
 // Errors:        std::invalid_argument "<op>: <name> = <value>: <reason>"
 //                for the first attribute refused, before anything is

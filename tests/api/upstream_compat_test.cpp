@@ -498,7 +498,7 @@ TEST(UpstreamCompat, DefaultAllocator) {
 TEST(UpstreamCompat, ConfigMacros) {
   static_assert(LCI_VERSION_HEX == 0x020000);
   EXPECT_STREQ(LCI_VERSION_STRING, "2.0.0");
-  static_assert(!LCI_WITH_SHM && !LCI_USE_REG_CACHE);
+  static_assert(LCI_WITH_SHM && !LCI_USE_REG_CACHE);
   on_one_rank([] {
     lci::g_runtime_init();
     EXPECT_EQ(lci::get_default_packet_pool().get_attr_packet_size(),

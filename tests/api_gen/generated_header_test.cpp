@@ -375,10 +375,10 @@ TEST(GeneratedHeaderTest, RefusedAttributesAreFound) {
   detail::refused_attr_t refused;
   attr_device_t device;
   EXPECT_FALSE(detail::find_refused(device, /*network_reads_ibv=*/false, &refused));
-  device.shm_enable = true;
+  device.shm_ring_size = 64;
   ASSERT_TRUE(detail::find_refused(device, false, &refused));
-  EXPECT_STREQ(refused.name, "shm_enable");
-  EXPECT_EQ(refused.value, "true");
+  EXPECT_STREQ(refused.name, "shm_ring_size");
+  EXPECT_EQ(refused.value, "64");
   EXPECT_NE(std::strstr(refused.reason, "shared-memory"), nullptr);
 
   device = attr_device_t{};

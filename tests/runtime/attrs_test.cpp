@@ -87,7 +87,7 @@ TEST(Attrs, EveryRefusedAttributeThrowsWhenSetByCode) {
         {"alloc_progress_endpoint = true",
          [] { lci::alloc_device_x().alloc_progress_endpoint(true)(); }},
         {"use_reg_cache = true", [] { lci::alloc_device_x().use_reg_cache(true)(); }},
-        {"shm_enable = true", [] { lci::alloc_device_x().shm_enable(true)(); }},
+        {"shm_enable = \"false\"", [] { lci::alloc_device_x().shm_enable(false)(); }},
         {"shm_ring_size = 64", [] { lci::alloc_device_x().shm_ring_size(64)(); }},
         {"shm_slot_size = 4096", [] { lci::alloc_device_x().shm_slot_size(4096)(); }},
         {"shm_producer_cas_attempts = 2",
@@ -130,7 +130,7 @@ TEST(Attrs, DefaultsGivenExplicitlyPass) {
                                .ofi_lock_mode(0)
                                .alloc_progress_endpoint(false)
                                .use_reg_cache(false)
-                               .shm_enable(false)
+                               .shm_enable(true)
                                .shm_ring_size(0)
                                .shm_slot_size(0)
                                .shm_producer_cas_attempts(0)
@@ -151,16 +151,16 @@ TEST(Attrs, DefaultsGivenExplicitlyPass) {
 // g_runtime_init; without a default device the device attribute fails the
 // first alloc_device instead.
 TEST(Attrs, RefusedFromTheEnvironment) {
-  ASSERT_EQ(setenv("LCI_ATTR_SHM_ENABLE", "1", 1), 0);
+  ASSERT_EQ(setenv("LCI_ATTR_SHM_RING_SIZE", "64", 1), 0);
   run_one_rank([] {
-    expect_invalid_argument("LCI_ATTR_SHM_ENABLE=1", [] { lci::g_runtime_init(); },
-                            {"alloc_device", "shm_enable = true"});
+    expect_invalid_argument("LCI_ATTR_SHM_RING_SIZE=64", [] { lci::g_runtime_init(); },
+                            {"alloc_device", "shm_ring_size = 64"});
     lci::g_runtime_init_x().alloc_default_device(false)();
-    expect_invalid_argument("LCI_ATTR_SHM_ENABLE=1", [] { lci::alloc_device(); },
-                            {"alloc_device", "shm_enable = true"});
+    expect_invalid_argument("LCI_ATTR_SHM_RING_SIZE=64", [] { lci::alloc_device(); },
+                            {"alloc_device", "shm_ring_size = 64"});
     lci::g_runtime_fina();
   });
-  ASSERT_EQ(unsetenv("LCI_ATTR_SHM_ENABLE"), 0);
+  ASSERT_EQ(unsetenv("LCI_ATTR_SHM_RING_SIZE"), 0);
 
   ASSERT_EQ(setenv("LCI_ATTR_IBV_GID_IDX", "3", 1), 0);
   run_one_rank([] {

@@ -75,9 +75,10 @@ LAYERS = [
     # no library file (the ibv backend's included) includes it; tests do.
     Layer("ibv_emu", ["backends/ibv_emu/"], ["util", "ibv", "sim_network"]),
     # The one list of the real backends a build links (the runtime opens
-    # them through it, never directly).
+    # them through it, never directly), and the shm routing it puts in
+    # front of them.
     Layer("backend_list", ["backends/linked_backends."],
-          ["util", "backend_contract", "ofi", "ibv"]),
+          ["util", "bootstrap", "backend_contract", "ofi", "ibv", "shm"]),
     # The runtime, one layer (and one //lci target) per concept, each seeing
     # only those below it. wire: the messages' formats (immediate data,
     # control messages); runtime: runtimes, devices, resources and request
