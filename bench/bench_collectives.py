@@ -191,8 +191,8 @@ def write_results(options, names, cases, samples):
         md.write("# Collective latency, LCI and MPI over shared memory, %s\n\n" % common.utc_now())
         md.write(
             "Made by `%s` on %d cores (load %s at the start); %d rounds, each running "
-            "`collective_latency` once on every system at every rank count, in turn. LCI over "
-            "libfabric `%s`; MPI as Debian ships it. A latency is the mean time of one call "
+            "`collective_latency` once on every system at every rank count, in turn. %s; "
+            "MPI as Debian ships it. A latency is the mean time of one call "
             "(%d timed calls below 64 KiB, %d from 64 KiB, after %d untimed), the maximum "
             "over the ranks; a cell is the median of the rounds, the best round in "
             "parentheses. A ratio is the median over rounds of LCI's latency over the other "
@@ -201,7 +201,8 @@ def write_results(options, names, cases, samples):
             "estimate): below 1, LCI is faster. Every result was checked "
             "(first call and last timed call of each size). More ranks than the %d cores "
             "measure the scheduler as much as the libraries.\n\n"
-            % (options.command, os.cpu_count(), options.load, options.rounds, options.provider,
+            % (options.command, os.cpu_count(), options.load, options.rounds,
+               common.lci_transport(options.provider),
                options.iterations, max(1, options.iterations // 4), options.warmup,
                os.cpu_count()))
         md.write("\n".join(sections) + "\n")

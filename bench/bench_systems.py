@@ -418,6 +418,14 @@ def load():
     return "%s, running %s" % (fields[0], fields[3].split("/")[0])
 
 
+def lci_transport(provider):
+    """How this LCI's ranks talk in these runs, all on one node: its native
+    shared memory by default, libfabric's provider with LCI_ATTR_SHM_ENABLE=0."""
+    if os.environ.get("LCI_ATTR_SHM_ENABLE", "1").lower() in ("0", "false", "no", "off"):
+        return "LCI over libfabric `%s` (LCI_ATTR_SHM_ENABLE=0)" % provider
+    return "LCI over its native shared memory (docs/backends/shm.md)"
+
+
 def utc_now():
     return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
 
@@ -675,13 +683,13 @@ def write_markdown(options, out, names, labels, threads_list, sizes, samples):
                  "running every program on every system in turn. A cell is the median of the rounds "
                  "(the best round in parentheses; the plots show the best round: other work on "
                  "the machine only ever slows a run down). "
-                 "LCI over libfabric `%s`; MPI as Debian ships it.\n"
+                 "%s; MPI as Debian ships it.\n"
                  "Rates count messages both ways; MPI has no active messages (AM rows: "
                  "LCI only). Where 2 processes' threads outnumber the cores, a rate "
                  "shows how each library waits (spins, or yields its core) as much as "
                  "its data path.\n\n"
                  % (options.command, os.cpu_count(), options.load, options.rounds,
-                    options.provider))
+                    lci_transport(options.provider)))
         md.write("\n".join(rows) + "\n\n")
         md.write("![message rate](msgrate.png)\n\n![bandwidth](bandwidth.png)\n\n")
         if samples.failures:

@@ -28,7 +28,8 @@
 #   --ranks LIST          --collectives: processes per run (default 2,4)
 #   --iterations N        --collectives: timed calls per size below 64 KiB,
 #                         a quarter of them from 64 KiB (default 20)
-# All over shared memory, 2 processes: LCI over libfabric shm, MPI with its
+# All over shared memory, 2 processes: LCI over its native shared memory
+# (LCI_ATTR_SHM_ENABLE=0 in the environment: over libfabric shm), MPI with its
 # own shared-memory transport. Needs bazel, mpicxx.openmpi, mpicxx.mpich
 # and gnuplot (tools/setup.sh installs them). About 3 minutes at 3 rounds
 # (--collectives: about 2 minutes at 3 rounds, longer on a loaded machine).
