@@ -95,6 +95,26 @@ TEST(HazardSlots, AClaimedSlotIsFreedOnRelease) {
   EXPECT_TRUE(hazards->all_released());
 }
 
+// The first thread index past the owned ones claims like any other: it
+// must not take the first claimed slot as if it owned it, over a claim
+// already holding it (two holders of one slot: the first one's release
+// would unprotect what the second still uses).
+TEST(HazardSlots, TheFirstIndexPastTheOwnedOnesClaims) {
+  node_t node;
+  lci::util::atomic<node_t*> source{&node};
+  auto hazards = std::make_unique<hazard_slots_t<node_t>>();
+  // Its probes start at the first claimed slot, as those of the index
+  // hazard_owned_slots_max do.
+  const std::size_t first = hazards->acquire(source, 2 * hazard_owned_slots_max).first;
+  EXPECT_EQ(first, hazard_owned_slots_max);
+  const std::size_t second = hazards->acquire(source, hazard_owned_slots_max).first;
+  EXPECT_NE(second, first);
+  hazards->release(second);
+  EXPECT_TRUE(hazards->is_protected(&node, hazard_slots_max)) << "the first claim still holds";
+  hazards->release(first);
+  EXPECT_TRUE(hazards->all_released());
+}
+
 TEST(HazardSlotsDeathTest, ReleaseOfTheSlotPastTheLastAborts) {
   EXPECT_DEATH(
       {
