@@ -13,9 +13,9 @@
 #include <stdexcept>
 #include <thread>
 
-#include "lci/runtime/process_host.hpp"
 #include "lci/util/assert.hpp"
 #include "lci/util/atomic.hpp"
+#include "lci/util/run_threads.hpp"
 #include "lci/util/spinlock.hpp"
 #include "sim/sim_context.hpp"
 #include "sim/sim_process.hpp"
@@ -262,7 +262,7 @@ void rank_env_t::crash() {
 void rank_env_t::run_threads(int threads_count, const std::function<void(int)>& body) {
   LCI_ASSERT(threads_count >= 1, "run_threads needs a thread");
   if (job_ != nullptr) {
-    lci::detail::run_process_threads(threads_count, body);
+    lci::util::run_threads(threads_count, body);
     return;
   }
   harness_state_t* state = state_;

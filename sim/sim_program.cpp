@@ -6,8 +6,8 @@
 #include <exception>
 #include <string>
 
-#include "lci/runtime/process_host.hpp"
 #include "lci/util/atomic.hpp"
+#include "lci/util/run_threads.hpp"
 #include "sim/sim_harness.hpp"
 #include "sim/sim_process.hpp"
 #include "sim/sim_rank_host.hpp"
@@ -73,7 +73,7 @@ int run_program(int argc, char** argv, int ranks_default, rank_main_t rank_main)
 void run_threads(int threads_count, const std::function<void(int)>& body) {
   rank_host_t* host = rank_host_t::current();
   if (host == nullptr) {
-    lci::detail::run_process_threads(threads_count, body);
+    lci::util::run_threads(threads_count, body);
     return;
   }
   host->env().run_threads(threads_count, body);

@@ -1,12 +1,10 @@
 #include "lci/runtime/process_host.hpp"
 
 #include <cstdlib>
-#include <exception>
 #include <fstream>
 #include <memory>
 #include <string>
 #include <thread>
-#include <vector>
 
 #include "backends/backend.hpp"
 #include "backends/backend_registry.hpp"
@@ -149,24 +147,5 @@ process_network_t& process_network() {
 host_t& process_host() { return process_network().host; }
 
 bootstrap::bootstrap_t& process_bootstrap() { return *process_network().bootstrap; }
-
-void run_process_threads(int threads_count, const std::function<void(int)>& body) {
-  LCI_ASSERT(threads_count >= 1, "run_threads needs a thread");
-  std::vector<std::exception_ptr> errors(static_cast<std::size_t>(threads_count));
-  std::vector<std::thread> threads;
-  for (int t = 0; t < threads_count; ++t) {
-    threads.emplace_back([&body, &errors, t] {
-      try {
-        body(t);
-      } catch (...) {
-        errors[static_cast<std::size_t>(t)] = std::current_exception();
-      }
-    });
-  }
-  for (std::thread& thread : threads) thread.join();
-  for (const std::exception_ptr& error : errors) {
-    if (error) std::rethrow_exception(error);
-  }
-}
 
 }  // namespace lci::detail

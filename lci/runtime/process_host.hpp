@@ -17,7 +17,9 @@
 //                (the first call creates the host; concurrent first calls
 //                wait for it); the bootstrap they return is used by one
 //                thread at a time. Members as host_t says; dispatch_depth()
-//                is per OS thread. run_process_threads() from any thread.
+//                is per OS thread. The threads of a rank that is a real
+//                process need no binding (every thread of the process
+//                belongs to its one host): util::run_threads starts them.
 // Blocking:      the first process_host() waits for every rank of the job
 //                (bootstrap and network setup are collective); idle()
 //                yields the CPU once and returns.
@@ -46,8 +48,6 @@
 // and its out-of-band collectives go through process_bootstrap().
 #pragma once
 
-#include <functional>
-
 #include "lci/bootstrap/bootstrap.hpp"
 #include "lci/runtime/host.hpp"
 
@@ -63,11 +63,5 @@ host_t& process_host();
 // exchange. Not thread-safe (bootstrap.hpp): one caller at a time, and not
 // while a runtime of this process allocates a device.
 bootstrap::bootstrap_t& process_bootstrap();
-
-// Runs body(0 .. threads_count-1) on std::threads and returns when all have
-// returned; rethrows the first exception a thread threw, after the join.
-// The threads of a rank that is a real process: nothing binds them, every
-// thread of the process belongs to its one host.
-void run_process_threads(int threads_count, const std::function<void(int)>& body);
 
 }  // namespace lci::detail

@@ -30,6 +30,7 @@
 #include "backends/backend.hpp"
 #include "lci/bootstrap/bootstrap.hpp"
 #include "lci/util/atomic.hpp"
+#include "lci/util/run_threads.hpp"
 #include "tests/backends/conformance/conformance.hpp"
 
 namespace lci::conformance {
@@ -71,21 +72,7 @@ class process_rank_ctx_t final : public rank_ctx_t {
     });
   }
   void run_threads(int threads_count, const std::function<void(int)>& body) override {
-    std::vector<std::exception_ptr> errors(threads_count);
-    std::vector<std::thread> threads;
-    for (int t = 0; t < threads_count; ++t) {
-      threads.emplace_back([&body, &errors, t] {
-        try {
-          body(t);
-        } catch (...) {
-          errors[t] = std::current_exception();
-        }
-      });
-    }
-    for (std::thread& thread : threads) thread.join();
-    for (const std::exception_ptr& error : errors) {
-      if (error) std::rethrow_exception(error);
-    }
+    util::run_threads(threads_count, body);
   }
   void add_poller(const void* owner, std::function<void()> poll) override {
     std::lock_guard<std::mutex> guard(pollers_mutex_);
